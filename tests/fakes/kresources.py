@@ -1,0 +1,142 @@
+"""The resource types the fake API server serves, and their discovery data."""
+
+import collections
+
+Resource = collections.namedtuple(
+    "Resource",
+    "group version name singular kind namespaced subresources verbs short "
+    "status_sub create_on_update unconditional_update storage")
+
+RW = ["create", "delete", "deletecollection", "get", "list", "patch", "update",
+      "watch"]
+
+
+def _r(group, version, name, singular, kind, namespaced, short=(),
+       status=False, create_on_update=False, unconditional=True, verbs=RW,
+       storage=True, subresources=()):
+    subs = list(subresources)
+    if status:
+        subs.append("status")
+    return Resource(group, version, name, singular, kind, namespaced,
+                    tuple(subs), list(verbs), list(short), status,
+                    create_on_update, unconditional, storage)
+
+
+RESOURCES = [
+    _r("", "v1", "namespaces", "namespace", "Namespace", False, ["ns"],
+       status=True),
+    _r("", "v1", "nodes", "node", "Node", False, ["no"], status=True),
+    _r("", "v1", "services", "service", "Service", True, ["svc"], status=True),
+    _r("", "v1", "events", "event", "Event", True, ["ev"],
+       create_on_update=True),
+    _r("", "v1", "configmaps", "configmap", "ConfigMap", True, ["cm"]),
+    _r("", "v1", "secrets", "secret", "Secret", True),
+    _r("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True,
+       ["sa"]),
+    _r("", "v1", "endpoints", "endpoints", "Endpoints", True, ["ep"],
+       create_on_update=True),
+    _r("coordination.k8s.io", "v1", "leases", "lease", "Lease", True,
+       create_on_update=True, unconditional=False),
+    _r("events.k8s.io", "v1", "events", "event", "Event", True, ["ev"],
+       create_on_update=True),
+    _r("rbac.authorization.k8s.io", "v1", "clusterroles", "clusterrole",
+       "ClusterRole", False, create_on_update=True),
+    _r("rbac.authorization.k8s.io", "v1", "clusterrolebindings",
+       "clusterrolebinding", "ClusterRoleBinding", False,
+       create_on_update=True),
+    _r("rbac.authorization.k8s.io", "v1", "roles", "role", "Role", True,
+       create_on_update=True),
+    _r("rbac.authorization.k8s.io", "v1", "rolebindings", "rolebinding",
+       "RoleBinding", True, create_on_update=True),
+    _r("authorization.k8s.io", "v1", "subjectaccessreviews",
+       "subjectaccessreview", "SubjectAccessReview", False, verbs=["create"],
+       storage=False),
+    _r("authorization.k8s.io", "v1", "selfsubjectaccessreviews",
+       "selfsubjectaccessreview", "SelfSubjectAccessReview", False,
+       verbs=["create"], storage=False),
+    _r("authentication.k8s.io", "v1", "tokenreviews", "tokenreview",
+       "TokenReview", False, verbs=["create"], storage=False),
+    _r("authentication.k8s.io", "v1", "selfsubjectreviews",
+       "selfsubjectreview", "SelfSubjectReview", False, verbs=["create"],
+       storage=False),
+]
+
+BY_PATH = {(r.group, r.version, r.name): r for r in RESOURCES}
+BY_KIND = {}
+for _res in RESOURCES:
+    BY_KIND.setdefault((_res.group, _res.kind), _res)
+# kind -> resource for objects without a group in apiVersion lookups
+GROUP_VERSIONS = collections.OrderedDict()
+for _res in RESOURCES:
+    GROUP_VERSIONS.setdefault(_res.group, [])
+    if _res.version not in GROUP_VERSIONS[_res.group]:
+        GROUP_VERSIONS[_res.group].append(_res.version)
+
+
+def api_version(res):
+    return res.version if not res.group else "%s/%s" % (res.group, res.version)
+
+
+def lookup(group, version, name):
+    return BY_PATH.get((group, version, name))
+
+
+def for_object(obj):
+    """The Resource of an object by its apiVersion and kind, or None."""
+    av = obj.get("apiVersion", "")
+    kind = obj.get("kind", "")
+    group, _, version = av.rpartition("/")
+    r = BY_KIND.get((group, kind))
+    if r is not None and r.version == version:
+        return r
+    return None
+
+
+def api_resource_list(group, version):
+    out = []
+    for r in RESOURCES:
+        if r.group != group or r.version != version:
+            continue
+        e = {"name": r.name, "singularName": r.singular,
+             "namespaced": r.namespaced, "kind": r.kind, "verbs": r.verbs}
+        if r.short:
+            e["shortNames"] = r.short
+        if r.storage:
+            e["storageVersionHash"] = _hash(r)
+        out.append(e)
+        for s in r.subresources:
+            out.append({"name": "%s/%s" % (r.name, s), "singularName": "",
+                        "namespaced": r.namespaced, "kind": r.kind,
+                        "verbs": ["get", "patch", "update"]})
+    return {"kind": "APIResourceList", "apiVersion": "v1",
+            "groupVersion": api_version_of(group, version), "resources": out}
+
+
+def api_version_of(group, version):
+    return version if not group else "%s/%s" % (group, version)
+
+
+def _hash(r):
+    import hashlib
+    import base64
+    h = hashlib.sha256(("%s/%s/%s" % (r.group, r.version, r.kind)).encode())
+    return base64.b64encode(h.digest()[:8]).decode()
+
+
+def api_group_list():
+    groups = []
+    for g, versions in GROUP_VERSIONS.items():
+        if not g:
+            continue
+        vs = [{"groupVersion": "%s/%s" % (g, v), "version": v} for v in versions]
+        groups.append({"name": g, "versions": vs, "preferredVersion": vs[0]})
+    return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
+
+
+def api_group(group):
+    versions = GROUP_VERSIONS.get(group)
+    if not versions or not group:
+        return None
+    vs = [{"groupVersion": "%s/%s" % (group, v), "version": v} for v in versions]
+    return {"kind": "APIGroup", "apiVersion": "v1", "name": group,
+            "versions": vs, "preferredVersion": vs[0]}

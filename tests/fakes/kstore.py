@@ -1,0 +1,209 @@
+"""Object storage with etcd-like resourceVersions, watch history and paging.
+
+One global revision counter for all objects.  Every change is kept in a history
+list (rv, type, key, object, previous object) until compact() drops it; watches
+and consistent list pages are served from that history.  Stored objects are
+never mutated in place: callers get deep copies.
+"""
+
+import base64
+import bisect
+import copy
+import json
+import threading
+
+import kerrors
+
+
+def _key(obj):
+    md = obj.get("metadata", {})
+    return md.get("namespace", ""), md.get("name", "")
+
+
+def sort_key(ns, name):
+    # etcd keys: /registry/<resource>/<ns>/<name> or /registry/<resource>/<name>
+    return "%s/%s" % (ns, name) if ns else name
+
+
+class Change(object):
+    __slots__ = ("rv", "type", "rkey", "ns", "name", "obj", "prev")
+
+    def __init__(self, rv, etype, rkey, ns, name, obj, prev):
+        self.rv = rv
+        self.type = etype
+        self.rkey = rkey
+        self.ns = ns
+        self.name = name
+        self.obj = obj
+        self.prev = prev
+
+
+class Store(object):
+    """Objects by (rkey, namespace, name); rkey is (group, resource)."""
+
+    def __init__(self, first_rv=1000):
+        self.cond = threading.Condition()
+        self.rv = first_rv
+        self.objects = {}          # rkey -> {(ns, name): obj}
+        self.history = []          # [Change], rv ascending
+        self.history_rvs = []      # rv of each Change, for bisect
+        self.compacted = 0         # changes with rv <= compacted are gone
+        self.closed = False
+
+    # -- reads -------------------------------------------------------------
+
+    def current_rv(self):
+        with self.cond:
+            return self.rv
+
+    def get(self, rkey, ns, name):
+        with self.cond:
+            o = self.objects.get(rkey, {}).get((ns, name))
+            return copy.deepcopy(o) if o is not None else None
+
+    def snapshot(self, rkey, ns=None, at_rv=None):
+        """Objects of rkey (in ns, or all) as of at_rv (None = now).
+
+        Returns (rv, [obj...]) sorted by etcd key.  Raises ValueError when
+        at_rv is older than the compacted history.
+        """
+        with self.cond:
+            cur = dict(self.objects.get(rkey, {}))
+            rv = self.rv
+            if at_rv is not None and at_rv < rv:
+                if at_rv < self.compacted:
+                    raise ValueError("compacted")
+                i = bisect.bisect_right(self.history_rvs, at_rv)
+                for ch in reversed(self.history[i:]):
+                    if ch.rkey != rkey:
+                        continue
+                    k = (ch.ns, ch.name)
+                    if ch.type == "ADDED":
+                        cur.pop(k, None)
+                    else:
+                        cur[k] = ch.prev
+                rv = at_rv
+            items = [(sort_key(k[0], k[1]), o) for k, o in cur.items()
+                     if ns is None or k[0] == ns]
+        items.sort(key=lambda t: t[0])
+        return rv, [(k, copy.deepcopy(o)) for k, o in items]
+
+    # -- writes ------------------------------------------------------------
+
+    def _commit(self, etype, rkey, ns, name, obj, prev):
+        self.rv += 1
+        rv = self.rv
+        if obj is not None:
+            obj["metadata"]["resourceVersion"] = str(rv)
+        ch = Change(rv, etype, rkey, ns, name, obj, prev)
+        self.history.append(ch)
+        self.history_rvs.append(rv)
+        self.cond.notify_all()
+        return rv
+
+    def create(self, rkey, obj):
+        """Store a new object; returns a copy with resourceVersion set, or
+        None if the key exists."""
+        ns, name = _key(obj)
+        with self.cond:
+            bucket = self.objects.setdefault(rkey, {})
+            if (ns, name) in bucket:
+                return None
+            obj = copy.deepcopy(obj)
+            self._commit("ADDED", rkey, ns, name, obj, None)
+            bucket[(ns, name)] = obj
+            return copy.deepcopy(obj)
+
+    def update(self, rkey, obj, expect_rv=None):
+        """Replace an object.  expect_rv: the stored rv must equal it.
+
+        Returns ("ok", copy) / ("notfound", None) / ("conflict", current)."""
+        ns, name = _key(obj)
+        with self.cond:
+            bucket = self.objects.setdefault(rkey, {})
+            prev = bucket.get((ns, name))
+            if prev is None:
+                return "notfound", None
+            if expect_rv is not None and \
+                    prev["metadata"]["resourceVersion"] != str(expect_rv):
+                return "conflict", copy.deepcopy(prev)
+            obj = copy.deepcopy(obj)
+            self._commit("MODIFIED", rkey, ns, name, obj, prev)
+            bucket[(ns, name)] = obj
+            return "ok", copy.deepcopy(obj)
+
+    def delete(self, rkey, ns, name, expect_rv=None):
+        """Remove an object; the DELETED event carries it with a new rv.
+
+        Returns ("ok", deleted copy) / ("notfound", None) / ("conflict", cur)."""
+        with self.cond:
+            bucket = self.objects.setdefault(rkey, {})
+            prev = bucket.get((ns, name))
+            if prev is None:
+                return "notfound", None
+            if expect_rv is not None and \
+                    prev["metadata"]["resourceVersion"] != str(expect_rv):
+                return "conflict", copy.deepcopy(prev)
+            obj = copy.deepcopy(prev)
+            self._commit("DELETED", rkey, ns, name, obj, prev)
+            del bucket[(ns, name)]
+            return "ok", copy.deepcopy(obj)
+
+    def compact(self, rv=None):
+        """Forget history up to rv (default: everything).  Returns the
+        compaction revision."""
+        with self.cond:
+            if rv is None or rv > self.rv:
+                rv = self.rv
+            if rv <= self.compacted:
+                return self.compacted
+            i = bisect.bisect_right(self.history_rvs, rv)
+            del self.history[:i]
+            del self.history_rvs[:i]
+            self.compacted = rv
+            self.cond.notify_all()
+            return rv
+
+    def close(self):
+        with self.cond:
+            self.closed = True
+            self.cond.notify_all()
+
+    # -- watch -------------------------------------------------------------
+
+    def changes_since(self, rkey, since_rv, timeout):
+        """Wait up to timeout for changes of rkey after since_rv.
+
+        Returns (list of Change, current rv).  Raises ValueError("compacted")
+        when since_rv is older than the kept history, EOFError when closed.
+        """
+        with self.cond:
+            while True:
+                if self.closed:
+                    raise EOFError()
+                if since_rv < self.compacted:
+                    raise ValueError("compacted")
+                i = bisect.bisect_right(self.history_rvs, since_rv)
+                out = [c for c in self.history[i:] if c.rkey == rkey]
+                if out or timeout <= 0:
+                    return out, self.rv
+                self.cond.wait(timeout)
+                timeout = 0
+
+
+def encode_continue(rv, start_key):
+    tok = json.dumps({"v": "meta.k8s.io/v1", "rv": rv, "start": start_key},
+                     separators=(",", ":"))
+    return base64.urlsafe_b64encode(tok.encode()).decode().rstrip("=")
+
+
+def decode_continue(tok):
+    try:
+        pad = "=" * (-len(tok) % 4)
+        d = json.loads(base64.urlsafe_b64decode(tok + pad).decode())
+        if d.get("v") != "meta.k8s.io/v1":
+            raise ValueError()
+        return int(d["rv"]), str(d["start"])
+    except Exception:
+        raise kerrors.bad_request(
+            "continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)")
