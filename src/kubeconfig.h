@@ -8,7 +8,16 @@
  * resolve against the kubeconfig's directory, as client-go does), so the HTTP
  * layer only ever handles PEM in memory. A token file is re-read whenever it
  * changes (projected service-account tokens rotate). Secrets are never copied
- * into error messages. */
+ * into error messages.
+ *
+ * Semantics follow client-go's clientcmd: unknown keys are ignored; a field of
+ * the wrong type is an error naming its path ("FILE:12: clusters[0].cluster.
+ * server: expected a string"); "*-data" wins over the file of the same item;
+ * token wins over tokenFile; a client certificate needs its key and the other
+ * way round; insecure-skip-tls-verify with a CA is an error. What bootccm does
+ * not do is refused with ERR_UNSUPPORTED rather than silently ignored:
+ * proxy-url, basic authentication, exec and auth-provider plugins,
+ * impersonation. */
 #ifndef BOOTCCM_KUBECONFIG_H
 #define BOOTCCM_KUBECONFIG_H
 
@@ -29,9 +38,13 @@ struct kubeconfig {
 	char *context;         /* name of the context used (NULL in-cluster) */
 	char *cluster;         /* name of the cluster entry (NULL in-cluster) */
 	char *user;            /* name of the user entry (NULL in-cluster) */
-	char *server;          /* "https://host:port", no trailing slash */
+	char *server;          /* "https://host[:port][/path]" (or http://), scheme
+	                        * in lower case, no trailing slash */
+	int plain_http;        /* 1 when server is http:// (allowed, as client-go
+	                        * does, but no TLS at all: callers should warn) */
 	char *tls_server_name; /* NULL when unset */
 	int insecure_skip_tls_verify; /* 1 only when the file says true explicitly */
+	int disable_compression; /* 1 when the file says true explicitly */
 
 	char *ca_pem;          /* CA bundle (PEM), NULL = none given */
 	size_t ca_pem_len;
@@ -41,7 +54,7 @@ struct kubeconfig {
 	size_t client_key_pem_len;
 
 	char *token;           /* static bearer token or NULL; a secret */
-	char *token_file;      /* tokenFile path or NULL */
+	char *token_file;      /* tokenFile path or NULL (NULL when token is set) */
 
 	/* token file cache; guarded by token_lock */
 	pthread_mutex_t token_lock;
@@ -52,26 +65,43 @@ struct kubeconfig {
 	struct timespec token_mtime;
 };
 
-/* kubeconfig_load reads path and resolves context (NULL = current-context)
- * into ret. On failure ret is untouched and e names the file and the problem.
- * Refuses exec and auth-provider credential plugins (ERR_UNSUPPORTED). */
+/* kubeconfig_load reads path (at most KUBECONFIG_FILE_MAX bytes) and
+ * resolves context (NULL or "" = current-context) into ret, which the caller
+ * releases with kubeconfig_free. Files named in it are read now, and a
+ * tokenFile once, so a broken reference fails here. On failure ret is
+ * untouched and e names the file and the problem: ERR_IO (with strerror) for
+ * a file that cannot be read, ERR_TOO_LARGE, ERR_INVALID, ERR_UNSUPPORTED for
+ * exec and auth-provider credential plugins and the other refused features. */
 int kubeconfig_load(const char *path, const char *context,
     struct kubeconfig *ret, struct errbuf *e);
 
+/* kubeconfig_load_buffer is kubeconfig_load on len bytes already in memory:
+ * name is the file name for messages and ret->source, dir the directory
+ * relative paths resolve against. */
+int kubeconfig_load_buffer(const char *buf, size_t len, const char *name,
+    const char *dir, const char *context, struct kubeconfig *ret,
+    struct errbuf *e);
+
 /* kubeconfig_in_cluster builds the configuration a pod gets: the server from
- * KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT, the CA and token file
- * from sa_dir (NULL = KUBECONFIG_SA_DIR). */
+ * KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT (an IPv6 host is
+ * bracketed), the CA (sa_dir/ca.crt) and token file (sa_dir/token) from
+ * sa_dir (NULL = KUBECONFIG_SA_DIR). Both files must be readable now. Same
+ * failure contract as kubeconfig_load. */
 int kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *ret,
     struct errbuf *e);
 
 /* kubeconfig_token returns a malloc'd copy of the current bearer token in
- * *ret (NULL when the config has none): the static token, or the token
- * file's content, re-read when its inode, size or mtime changed, trailing
- * whitespace trimmed. Thread-safe. A file that cannot be read keeps the last
- * good token if there is one, else fails. */
+ * *ret (NULL when the config has none), which the caller wipes and frees: the
+ * static token, or the token file's content, re-read when its device, inode,
+ * size or mtime changed, surrounding whitespace trimmed (as client-go does).
+ * A token that is empty or holds control characters or spaces is refused, so
+ * it cannot break an HTTP header. Thread-safe. A file that cannot be read
+ * keeps the last good token if there is one, else fails (ERR_IO,
+ * ERR_TOO_LARGE, ERR_INVALID). */
 int kubeconfig_token(struct kubeconfig *kc, char **ret, struct errbuf *e);
 
-/* kubeconfig_free releases everything kc owns (wiping secrets) and zeroes it. */
+/* kubeconfig_free releases everything kc owns (wiping secrets) and zeroes it;
+ * a zeroed kc (never loaded, or already freed) is fine. */
 void kubeconfig_free(struct kubeconfig *kc);
 
 #endif

@@ -1,0 +1,933 @@
+/* kubeconfig.c - resolve a kubeconfig context (or the in-cluster setup) into
+ * a server, TLS material and credentials, with client-go's semantics. */
+#include "kubeconfig.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "base64.h"
+#include "yamltree.h"
+
+#define KUBECONFIG_PATH_MAX 128   /* bytes of a field path like "users[3].user.token" */
+#define KUBECONFIG_ECHO_MAX 256   /* bytes of a server URL quoted in a message */
+#define KUBECONFIG_HOST_MAX 255   /* bytes of KUBERNETES_SERVICE_HOST */
+
+struct kubeconfig_loader {
+	const char *name;     /* the file, for messages */
+	const char *dir;      /* relative paths resolve against this */
+	struct errbuf *e;
+};
+
+static void
+kubeconfig_wipe(char *p, size_t len)
+{
+	if (p == NULL)
+		return;
+	explicit_bzero(p, len);
+	free(p);
+}
+
+static void
+kubeconfig_release(struct kubeconfig *kc)
+{
+	free(kc->source);
+	free(kc->context);
+	free(kc->cluster);
+	free(kc->user);
+	free(kc->server);
+	free(kc->tls_server_name);
+	kubeconfig_wipe(kc->ca_pem, kc->ca_pem_len);
+	kubeconfig_wipe(kc->client_cert_pem, kc->client_cert_pem_len);
+	kubeconfig_wipe(kc->client_key_pem, kc->client_key_pem_len);
+	if (kc->token != NULL)
+		kubeconfig_wipe(kc->token, strlen(kc->token));
+	free(kc->token_file);
+	if (kc->token_cached != NULL)
+		kubeconfig_wipe(kc->token_cached, strlen(kc->token_cached));
+}
+
+void
+kubeconfig_free(struct kubeconfig *kc)
+{
+	if (kc == NULL)
+		return;
+	kubeconfig_release(kc);
+	pthread_mutex_destroy(&kc->token_lock);
+	memset(kc, 0, sizeof(*kc));
+}
+
+/* kubeconfig_read reads all of fd into a NUL-terminated buffer, refusing more
+ * than max bytes. Returns ERR_IO with errno set, ERR_TOO_LARGE or ERR_NOMEM. */
+static int
+kubeconfig_read(int fd, size_t max, char **ret, size_t *ret_len)
+{
+	char *buf = NULL, *nbuf;
+	size_t len = 0, cap = 0;
+	ssize_t n;
+	int saved;
+
+	for (;;) {
+		if (len + 1 >= cap) {
+			size_t ncap = cap == 0 ? 4096 : cap * 2;
+
+			/* room for one byte past the cap, and the NUL */
+			if (ncap > max + 2)
+				ncap = max + 2;
+			nbuf = malloc(ncap);
+			if (nbuf == NULL) {
+				kubeconfig_wipe(buf, cap);
+				return ERR_NOMEM;
+			}
+			if (len > 0)
+				memcpy(nbuf, buf, len);
+			kubeconfig_wipe(buf, cap);
+			buf = nbuf;
+			cap = ncap;
+		}
+		n = read(fd, buf + len, cap - 1 - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			saved = errno;
+			kubeconfig_wipe(buf, cap);
+			errno = saved;
+			return ERR_IO;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+		if (len > max) {
+			kubeconfig_wipe(buf, cap);
+			return ERR_TOO_LARGE;
+		}
+	}
+	buf[len] = '\0';
+	*ret = buf;
+	*ret_len = len;
+	return 0;
+}
+
+/* kubeconfig_read_path reads path whole; messages are "path: problem". */
+static int
+kubeconfig_read_path(const char *path, size_t max, char **ret, size_t *ret_len,
+    struct errbuf *e)
+{
+	int fd, r;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+	r = kubeconfig_read(fd, max, ret, ret_len);
+	if (r == ERR_IO)
+		errbuf_set(e, r, "%s: %s", path, strerror(errno));
+	else if (r == ERR_TOO_LARGE)
+		errbuf_set(e, r, "%s: larger than %zu bytes", path, max);
+	else if (r == ERR_NOMEM)
+		errbuf_set(e, r, "%s: out of memory", path);
+	close(fd);
+	return r;
+}
+
+/* kubeconfig_join resolves file against dir, as client-go resolves the paths
+ * in a kubeconfig against the file's own directory. */
+static char *
+kubeconfig_join(const char *dir, const char *file)
+{
+	size_t dlen, n;
+	char *p;
+
+	if (file[0] == '/' || dir == NULL || dir[0] == '\0')
+		return strdup(file);
+	dlen = strlen(dir);
+	while (dlen > 1 && dir[dlen - 1] == '/')
+		dlen--;
+	n = dlen + 1 + strlen(file) + 1;
+	p = malloc(n);
+	if (p == NULL)
+		return NULL;
+	if (dlen == 1 && dir[0] == '/')
+		snprintf(p, n, "/%s", file);
+	else
+		snprintf(p, n, "%.*s/%s", (int)dlen, dir, file);
+	return p;
+}
+
+static int
+kubeconfig_is_space(unsigned char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n' || c == '\v' ||
+	    c == '\f';
+}
+
+/* kubeconfig_token_ok refuses what cannot go into an HTTP header verbatim. */
+static int
+kubeconfig_token_ok(const char *t, size_t len)
+{
+	size_t i;
+
+	if (len == 0)
+		return 0;
+	for (i = 0; i < len; i++)
+		if ((unsigned char)t[i] <= 0x20 || (unsigned char)t[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+/* kubeconfig_token_refresh re-reads kc->token_file when it changed. The
+ * caller holds token_lock (or owns kc alone). Keeps the cache on failure. */
+static int
+kubeconfig_token_refresh(struct kubeconfig *kc, struct errbuf *e)
+{
+	struct stat st;
+	char *buf = NULL, *tok, *start;
+	size_t len = 0, cap = 0;
+	int fd, r;
+
+	fd = open(kc->token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0)
+		return errbuf_set(e, ERR_IO, "%s: %s", kc->token_file,
+		    strerror(errno));
+	if (fstat(fd, &st) < 0) {
+		r = errbuf_set(e, ERR_IO, "%s: %s", kc->token_file,
+		    strerror(errno));
+		goto out;
+	}
+	if (kc->token_cached != NULL && st.st_dev == kc->token_dev &&
+	    st.st_ino == kc->token_ino && st.st_size == kc->token_size &&
+	    st.st_mtim.tv_sec == kc->token_mtime.tv_sec &&
+	    st.st_mtim.tv_nsec == kc->token_mtime.tv_nsec) {
+		r = 0;
+		goto out;
+	}
+	r = kubeconfig_read(fd, KUBECONFIG_TOKEN_MAX, &buf, &len);
+	if (r == ERR_IO) {
+		r = errbuf_set(e, r, "%s: %s", kc->token_file, strerror(errno));
+		goto out;
+	}
+	if (r == ERR_TOO_LARGE) {
+		r = errbuf_set(e, r, "%s: larger than %d bytes", kc->token_file,
+		    KUBECONFIG_TOKEN_MAX);
+		goto out;
+	}
+	if (r < 0) {
+		r = errbuf_set(e, r, "%s: out of memory", kc->token_file);
+		goto out;
+	}
+	cap = len + 1;
+	start = buf;
+	while (len > 0 && kubeconfig_is_space((unsigned char)start[len - 1]))
+		len--;
+	while (len > 0 && kubeconfig_is_space((unsigned char)*start)) {
+		start++;
+		len--;
+	}
+	if (len == 0) {
+		r = errbuf_set(e, ERR_INVALID, "%s: the token file is empty",
+		    kc->token_file);
+		goto out;
+	}
+	if (!kubeconfig_token_ok(start, len)) {
+		r = errbuf_set(e, ERR_INVALID,
+		    "%s: the token holds whitespace or control characters",
+		    kc->token_file);
+		goto out;
+	}
+	tok = malloc(len + 1);
+	if (tok == NULL) {
+		r = errbuf_set(e, ERR_NOMEM, "%s: out of memory", kc->token_file);
+		goto out;
+	}
+	memcpy(tok, start, len);
+	tok[len] = '\0';
+	if (kc->token_cached != NULL)
+		kubeconfig_wipe(kc->token_cached, strlen(kc->token_cached));
+	kc->token_cached = tok;
+	kc->token_dev = st.st_dev;
+	kc->token_ino = st.st_ino;
+	kc->token_size = st.st_size;
+	kc->token_mtime = st.st_mtim;
+	r = 0;
+out:
+	kubeconfig_wipe(buf, cap);
+	close(fd);
+	return r;
+}
+
+int
+kubeconfig_token(struct kubeconfig *kc, char **ret, struct errbuf *e)
+{
+	char *t = NULL;
+	int r = 0;
+
+	if (kc->token != NULL) {
+		t = strdup(kc->token);
+		if (t == NULL)
+			return errbuf_set(e, ERR_NOMEM, "%s: out of memory",
+			    kc->source ? kc->source : "kubeconfig");
+		*ret = t;
+		return 0;
+	}
+	if (kc->token_file == NULL) {
+		*ret = NULL;
+		return 0;
+	}
+	pthread_mutex_lock(&kc->token_lock);
+	r = kubeconfig_token_refresh(kc, e);
+	if (r < 0 && kc->token_cached != NULL)
+		r = 0; /* keep the last good token while the file is away */
+	if (r == 0) {
+		t = strdup(kc->token_cached);
+		if (t == NULL)
+			r = errbuf_set(e, ERR_NOMEM, "%s: out of memory",
+			    kc->token_file);
+	}
+	pthread_mutex_unlock(&kc->token_lock);
+	if (r == 0)
+		*ret = t;
+	return r;
+}
+
+/* Field access. Paths in messages are the YAML path of the field, e.g.
+ * "clusters[0].cluster.server", with the line of the offending node. */
+
+static int
+kubeconfig_type_err(struct kubeconfig_loader *l, const struct ynode *n,
+    const char *path, const char *key, const char *want)
+{
+	if (path != NULL && key != NULL)
+		return errbuf_set(l->e, ERR_INVALID, "%s:%d: %s.%s: expected %s",
+		    l->name, n->line, path, key, want);
+	return errbuf_set(l->e, ERR_INVALID, "%s:%d: %s: expected %s",
+	    l->name, n->line, path != NULL ? path : key, want);
+}
+
+/* kubeconfig_string gets map[key] as a C string; absent, null and empty all
+ * give NULL, as an empty Go string means "unset" to client-go. path is where
+ * map sits (NULL for the top level). */
+static int
+kubeconfig_string(struct kubeconfig_loader *l, const struct ynode *map,
+    const char *path, const char *key, const char **ret)
+{
+	const struct ynode *n = yamltree_get(map, key);
+
+	*ret = NULL;
+	if (yamltree_is_null(n))
+		return 0;
+	if (n->kind != YNODE_SCALAR)
+		return kubeconfig_type_err(l, n, path, key, "a string");
+	if (strlen(n->scalar) != n->scalar_len)
+		return kubeconfig_type_err(l, n, path, key,
+		    "a string without NUL bytes");
+	if (n->scalar_len > 0)
+		*ret = n->scalar;
+	return 0;
+}
+
+static int
+kubeconfig_bool(struct kubeconfig_loader *l, const struct ynode *map,
+    const char *path, const char *key, int *ret)
+{
+	const struct ynode *n = yamltree_get(map, key);
+	int b;
+
+	*ret = 0;
+	if (yamltree_is_null(n))
+		return 0;
+	b = yamltree_bool(n);
+	if (b < 0)
+		return kubeconfig_type_err(l, n, path, key,
+		    "a boolean (true or false)");
+	*ret = b;
+	return 0;
+}
+
+/* kubeconfig_present tells whether map[key] says anything: not null, not an
+ * empty string, list or map. */
+static int
+kubeconfig_present(const struct ynode *map, const char *key)
+{
+	const struct ynode *n = yamltree_get(map, key);
+
+	if (yamltree_is_null(n))
+		return 0;
+	if (n->kind == YNODE_SCALAR)
+		return n->scalar_len > 0;
+	return n->n > 0;
+}
+
+static int
+kubeconfig_strdup(struct kubeconfig_loader *l, const char *s, char **ret)
+{
+	if (s == NULL) {
+		*ret = NULL;
+		return 0;
+	}
+	*ret = strdup(s);
+	if (*ret == NULL)
+		return errbuf_set(l->e, ERR_NOMEM, "%s: out of memory", l->name);
+	return 0;
+}
+
+/* kubeconfig_find looks up the entry called want in the named list
+ * ("clusters") and returns its body (entry[body_key], NULL when absent) and
+ * index. The list's entries are checked for shape on the way. */
+static int
+kubeconfig_find(struct kubeconfig_loader *l, const struct ynode *root,
+    const char *list, const char *body_key, const char *want,
+    const struct ynode **ret_body, size_t *ret_index, int *ret_found)
+{
+	const struct ynode *seq = yamltree_get(root, list), *entry, *body;
+	char path[KUBECONFIG_PATH_MAX];
+	const char *name;
+	size_t i;
+	int r;
+
+	*ret_found = 0;
+	if (yamltree_is_null(seq))
+		return 0;
+	if (seq->kind != YNODE_SEQ)
+		return kubeconfig_type_err(l, seq, list, NULL, "a list");
+	for (i = 0; i < seq->n; i++) {
+		entry = seq->items[i];
+		snprintf(path, sizeof(path), "%s[%zu]", list, i);
+		if (yamltree_is_null(entry))
+			continue;
+		if (entry->kind != YNODE_MAP)
+			return kubeconfig_type_err(l, entry, path, NULL, "a map");
+		r = kubeconfig_string(l, entry, path, "name", &name);
+		if (r < 0)
+			return r;
+		if (strcmp(name ? name : "", want) != 0)
+			continue;
+		if (*ret_found)
+			return errbuf_set(l->e, ERR_INVALID,
+			    "%s:%d: %s: duplicate name \"%s\"", l->name,
+			    entry->line, path, want);
+		body = yamltree_get(entry, body_key);
+		if (yamltree_is_null(body))
+			body = NULL;
+		else if (body->kind != YNODE_MAP)
+			return kubeconfig_type_err(l, body, path, body_key,
+			    "a map");
+		*ret_body = body;
+		*ret_index = i;
+		*ret_found = 1;
+	}
+	return 0;
+}
+
+static int
+kubeconfig_pem_ok(const char *buf, size_t len)
+{
+	return memmem(buf, len, "-----BEGIN", 10) != NULL;
+}
+
+/* kubeconfig_material reads one PEM item given as key_data (base64, wins)
+ * or key_file (a path) in map at path. Absent: *ret = NULL. */
+static int
+kubeconfig_material(struct kubeconfig_loader *l, const struct ynode *map,
+    const char *path, const char *key_data, const char *key_file, char **ret,
+    size_t *ret_len)
+{
+	const char *data, *file;
+	char *buf = NULL, *abs = NULL;
+	size_t len = 0;
+	int r;
+
+	*ret = NULL;
+	*ret_len = 0;
+	r = kubeconfig_string(l, map, path, key_data, &data);
+	if (r < 0)
+		return r;
+	r = kubeconfig_string(l, map, path, key_file, &file);
+	if (r < 0)
+		return r;
+	if (data != NULL) {
+		r = base64_decode(data, strlen(data), &buf, &len);
+		if (r == ERR_NOMEM)
+			return errbuf_set(l->e, r, "%s: out of memory", l->name);
+		if (r < 0)
+			return errbuf_set(l->e, ERR_INVALID,
+			    "%s: %s.%s is not valid base64", l->name, path,
+			    key_data);
+		if (!kubeconfig_pem_ok(buf, len)) {
+			kubeconfig_wipe(buf, len);
+			return errbuf_set(l->e, ERR_INVALID,
+			    "%s: %s.%s does not hold PEM data "
+			    "(no \"-----BEGIN\" line after base64 decoding)",
+			    l->name, path, key_data);
+		}
+	} else if (file != NULL) {
+		abs = kubeconfig_join(l->dir, file);
+		if (abs == NULL)
+			return errbuf_set(l->e, ERR_NOMEM, "%s: out of memory",
+			    l->name);
+		r = kubeconfig_read_path(abs, KUBECONFIG_FILE_MAX, &buf, &len,
+		    l->e);
+		if (r < 0) {
+			errbuf_prefix(l->e, r, "%s: %s.%s", l->name, path,
+			    key_file);
+			goto out;
+		}
+		if (!kubeconfig_pem_ok(buf, len)) {
+			kubeconfig_wipe(buf, len);
+			buf = NULL;
+			r = errbuf_set(l->e, ERR_INVALID,
+			    "%s: %s.%s: %s does not hold PEM data "
+			    "(no \"-----BEGIN\" line)", l->name, path, key_file,
+			    abs);
+			goto out;
+		}
+	}
+	*ret = buf;
+	*ret_len = len;
+	r = 0;
+out:
+	free(abs);
+	return r;
+}
+
+/* kubeconfig_server checks and normalizes a server URL into kc. */
+static int
+kubeconfig_server(struct kubeconfig_loader *l, const char *cluster,
+    const char *server, struct kubeconfig *kc)
+{
+	const char *rest, *p;
+	size_t len, authority;
+	int http;
+
+	/* Before anything echoes the URL: user information may be a secret. */
+	p = strstr(server, "://");
+	rest = p ? p + 3 : server;
+	authority = strcspn(rest, "/?#");
+	if (memchr(rest, '@', authority) != NULL)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: cluster \"%s\": the server URL must not hold user "
+		    "information", l->name, cluster);
+	for (p = server; *p != '\0'; p++)
+		if ((unsigned char)*p <= 0x20 || (unsigned char)*p == 0x7f)
+			return errbuf_set(l->e, ERR_INVALID,
+			    "%s: cluster \"%s\": the server URL holds a space or "
+			    "control character", l->name, cluster);
+	if (strncasecmp(server, "https://", 8) == 0)
+		http = 0;
+	else if (strncasecmp(server, "http://", 7) == 0)
+		http = 1;
+	else
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: server \"%.*s\" must be an https:// URL", l->name,
+		    KUBECONFIG_ECHO_MAX, server);
+	if (authority == 0)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: server \"%.*s\" has no host", l->name,
+		    KUBECONFIG_ECHO_MAX, server);
+	if (strpbrk(rest, "?#") != NULL)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: server \"%.*s\" must not have a query or fragment",
+		    l->name, KUBECONFIG_ECHO_MAX, server);
+	len = strlen(rest);
+	while (len > authority && rest[len - 1] == '/')
+		len--;
+	len += http ? 7 : 8;
+	kc->server = malloc(len + 1);
+	if (kc->server == NULL)
+		return errbuf_set(l->e, ERR_NOMEM, "%s: out of memory", l->name);
+	/* the scheme in lower case, the rest as given */
+	snprintf(kc->server, len + 1, "%s%s", http ? "http://" : "https://",
+	    rest);
+	kc->plain_http = http;
+	return 0;
+}
+
+static int
+kubeconfig_cluster(struct kubeconfig_loader *l, const struct ynode *body,
+    size_t index, const char *name, struct kubeconfig *kc)
+{
+	char path[KUBECONFIG_PATH_MAX];
+	const char *server, *tls_name, *proxy;
+	int r;
+
+	snprintf(path, sizeof(path), "clusters[%zu].cluster", index);
+	r = kubeconfig_string(l, body, path, "server", &server);
+	if (r < 0)
+		return r;
+	if (server == NULL)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: cluster \"%s\" has no server", l->name, name);
+	r = kubeconfig_string(l, body, path, "proxy-url", &proxy);
+	if (r < 0)
+		return r;
+	if (proxy != NULL)
+		return errbuf_set(l->e, ERR_UNSUPPORTED,
+		    "%s: %s.proxy-url: proxies are not supported; bootccm "
+		    "connects to the server directly", l->name, path);
+	r = kubeconfig_server(l, name, server, kc);
+	if (r < 0)
+		return r;
+	r = kubeconfig_string(l, body, path, "tls-server-name", &tls_name);
+	if (r < 0)
+		return r;
+	r = kubeconfig_strdup(l, tls_name, &kc->tls_server_name);
+	if (r < 0)
+		return r;
+	r = kubeconfig_bool(l, body, path, "insecure-skip-tls-verify",
+	    &kc->insecure_skip_tls_verify);
+	if (r < 0)
+		return r;
+	r = kubeconfig_bool(l, body, path, "disable-compression",
+	    &kc->disable_compression);
+	if (r < 0)
+		return r;
+	r = kubeconfig_material(l, body, path, "certificate-authority-data",
+	    "certificate-authority", &kc->ca_pem, &kc->ca_pem_len);
+	if (r < 0)
+		return r;
+	if (kc->insecure_skip_tls_verify && kc->ca_pem != NULL)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: cluster \"%s\": specifying a root certificates file "
+		    "with the insecure flag is not allowed", l->name, name);
+	return 0;
+}
+
+static int
+kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
+    size_t index, const char *name, struct kubeconfig *kc)
+{
+	static const char *const impersonation[] = {
+		"as", "as-uid", "as-groups", "as-user-extra",
+	};
+	char path[KUBECONFIG_PATH_MAX], *abs;
+	const char *token, *token_file;
+	const struct ynode *n;
+	size_t i;
+	int r;
+
+	snprintf(path, sizeof(path), "users[%zu].user", index);
+	if (!yamltree_is_null(yamltree_get(body, "exec")))
+		return errbuf_set(l->e, ERR_UNSUPPORTED,
+		    "%s: user \"%s\": exec credential plugins are not supported; "
+		    "use a client certificate or token", l->name, name);
+	if (!yamltree_is_null(yamltree_get(body, "auth-provider")))
+		return errbuf_set(l->e, ERR_UNSUPPORTED,
+		    "%s: user \"%s\": auth-provider plugins are not supported; "
+		    "use a client certificate or token", l->name, name);
+	if (kubeconfig_present(body, "username") ||
+	    kubeconfig_present(body, "password"))
+		return errbuf_set(l->e, ERR_UNSUPPORTED,
+		    "%s: user \"%s\": basic authentication is not supported; "
+		    "use a client certificate or token", l->name, name);
+	for (i = 0; i < sizeof(impersonation) / sizeof(impersonation[0]); i++)
+		if (kubeconfig_present(body, impersonation[i]))
+			return errbuf_set(l->e, ERR_UNSUPPORTED,
+			    "%s: user \"%s\": impersonation (%s) is not "
+			    "supported", l->name, name, impersonation[i]);
+
+	r = kubeconfig_material(l, body, path, "client-certificate-data",
+	    "client-certificate", &kc->client_cert_pem,
+	    &kc->client_cert_pem_len);
+	if (r < 0)
+		return r;
+	r = kubeconfig_material(l, body, path, "client-key-data", "client-key",
+	    &kc->client_key_pem, &kc->client_key_pem_len);
+	if (r < 0)
+		return r;
+	if (kc->client_cert_pem != NULL && kc->client_key_pem == NULL)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: user \"%s\": client-certificate given without "
+		    "client-key (or client-key-data)", l->name, name);
+	if (kc->client_key_pem != NULL && kc->client_cert_pem == NULL)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: user \"%s\": client-key given without "
+		    "client-certificate (or client-certificate-data)", l->name,
+		    name);
+
+	r = kubeconfig_string(l, body, path, "token", &token);
+	if (r < 0)
+		return r;
+	r = kubeconfig_string(l, body, path, "tokenFile", &token_file);
+	if (r < 0)
+		return r;
+	if (token != NULL) {
+		n = yamltree_get(body, "token");
+		if (!kubeconfig_token_ok(token, strlen(token)))
+			return errbuf_set(l->e, ERR_INVALID,
+			    "%s:%d: %s.token: holds whitespace or control "
+			    "characters", l->name, n->line, path);
+		return kubeconfig_strdup(l, token, &kc->token);
+	}
+	if (token_file != NULL) {
+		abs = kubeconfig_join(l->dir, token_file);
+		if (abs == NULL)
+			return errbuf_set(l->e, ERR_NOMEM, "%s: out of memory",
+			    l->name);
+		kc->token_file = abs;
+		/* Read it now so a wrong path fails at start-up. */
+		r = kubeconfig_token_refresh(kc, l->e);
+		if (r < 0)
+			return errbuf_prefix(l->e, r, "%s: %s.tokenFile",
+			    l->name, path);
+	}
+	return 0;
+}
+
+static int
+kubeconfig_resolve(struct kubeconfig_loader *l, const struct ynode *root,
+    const char *context, struct kubeconfig *kc)
+{
+	const struct ynode *ctx_body = NULL, *cluster_body = NULL;
+	const struct ynode *user_body = NULL;
+	const char *current, *cluster = NULL, *user = NULL;
+	char path[KUBECONFIG_PATH_MAX];
+	size_t ctx_index = 0, cluster_index = 0, user_index = 0;
+	int r, found;
+
+	if (root == NULL)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: no configuration (the file is empty)", l->name);
+	if (root->kind != YNODE_MAP)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s:%d: expected a map at the top level (with clusters, "
+		    "users, contexts)", l->name, root->line);
+	r = kubeconfig_string(l, root, NULL, "current-context",
+	    &current);
+	if (r < 0)
+		return r;
+	if (context == NULL || context[0] == '\0')
+		context = current;
+	if (context == NULL)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: no current-context and no --context given", l->name);
+
+	r = kubeconfig_find(l, root, "contexts", "context", context, &ctx_body,
+	    &ctx_index, &found);
+	if (r < 0)
+		return r;
+	if (!found)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: context \"%s\" not found", l->name, context);
+	snprintf(path, sizeof(path), "contexts[%zu].context", ctx_index);
+	r = kubeconfig_string(l, ctx_body, path, "cluster", &cluster);
+	if (r < 0)
+		return r;
+	r = kubeconfig_string(l, ctx_body, path, "user", &user);
+	if (r < 0)
+		return r;
+	if (cluster == NULL)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: context \"%s\" names no cluster", l->name, context);
+
+	r = kubeconfig_find(l, root, "clusters", "cluster", cluster,
+	    &cluster_body, &cluster_index, &found);
+	if (r < 0)
+		return r;
+	if (!found)
+		return errbuf_set(l->e, ERR_INVALID,
+		    "%s: cluster \"%s\" (context \"%s\") not found", l->name,
+		    cluster, context);
+	r = kubeconfig_cluster(l, cluster_body, cluster_index, cluster, kc);
+	if (r < 0)
+		return r;
+
+	/* A context without a user is anonymous, as in client-go. */
+	if (user != NULL) {
+		r = kubeconfig_find(l, root, "users", "user", user, &user_body,
+		    &user_index, &found);
+		if (r < 0)
+			return r;
+		if (!found)
+			return errbuf_set(l->e, ERR_INVALID,
+			    "%s: user \"%s\" not found", l->name, user);
+		r = kubeconfig_user(l, user_body, user_index, user, kc);
+		if (r < 0)
+			return r;
+	}
+
+	if ((r = kubeconfig_strdup(l, l->name, &kc->source)) < 0 ||
+	    (r = kubeconfig_strdup(l, context, &kc->context)) < 0 ||
+	    (r = kubeconfig_strdup(l, cluster, &kc->cluster)) < 0 ||
+	    (r = kubeconfig_strdup(l, user, &kc->user)) < 0)
+		return r;
+	return 0;
+}
+
+/* kubeconfig_commit hands a fully built kc to the caller. The mutex is
+ * initialized in place: a pthread mutex must not be copied. */
+static void
+kubeconfig_commit(struct kubeconfig *kc, struct kubeconfig *ret)
+{
+	memcpy(ret, kc, sizeof(*ret));
+	pthread_mutex_init(&ret->token_lock, NULL);
+	explicit_bzero(kc, sizeof(*kc));
+}
+
+int
+kubeconfig_load_buffer(const char *buf, size_t len, const char *name,
+    const char *dir, const char *context, struct kubeconfig *ret,
+    struct errbuf *e)
+{
+	struct kubeconfig_loader l = { name, dir, e };
+	struct kubeconfig kc;
+	struct ynode *root = NULL;
+	int r;
+
+	memset(&kc, 0, sizeof(kc));
+	r = yamltree_parse(buf, len, name, &root, e);
+	if (r < 0)
+		return r;
+	r = kubeconfig_resolve(&l, root, context, &kc);
+	yamltree_free(root);
+	if (r < 0) {
+		kubeconfig_release(&kc);
+		return r;
+	}
+	kubeconfig_commit(&kc, ret);
+	return 0;
+}
+
+int
+kubeconfig_load(const char *path, const char *context, struct kubeconfig *ret,
+    struct errbuf *e)
+{
+	char *buf = NULL, *dir = NULL, *slash;
+	size_t len = 0;
+	int r;
+
+	r = kubeconfig_read_path(path, KUBECONFIG_FILE_MAX, &buf, &len, e);
+	if (r < 0)
+		return r;
+	dir = strdup(path);
+	if (dir == NULL) {
+		r = errbuf_set(e, ERR_NOMEM, "%s: out of memory", path);
+		goto out;
+	}
+	slash = strrchr(dir, '/');
+	if (slash == NULL)
+		snprintf(dir, strlen(dir) + 1, ".");
+	else if (slash == dir)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	r = kubeconfig_load_buffer(buf, len, path, dir, context, ret, e);
+out:
+	kubeconfig_wipe(buf, len);
+	free(dir);
+	return r;
+}
+
+/* kubeconfig_in_cluster_host accepts a DNS name or an IP address. */
+static int
+kubeconfig_in_cluster_host(const char *host)
+{
+	size_t i, len = strlen(host);
+
+	if (len == 0 || len > KUBECONFIG_HOST_MAX)
+		return 0;
+	for (i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)host[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+		    c == ':' || c == '[' || c == ']' || c == '%' || c == '_'))
+			return 0;
+	}
+	return 1;
+}
+
+static int
+kubeconfig_in_cluster_port(const char *port)
+{
+	unsigned long v = 0;
+	size_t i, len = strlen(port);
+
+	if (len == 0 || len > 5)
+		return 0;
+	for (i = 0; i < len; i++) {
+		if (port[i] < '0' || port[i] > '9')
+			return 0;
+		v = v * 10 + (unsigned long)(port[i] - '0');
+	}
+	return v >= 1 && v <= 65535;
+}
+
+int
+kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *ret,
+    struct errbuf *e)
+{
+	struct kubeconfig_loader l = { "in-cluster", NULL, e };
+	struct kubeconfig kc;
+	const char *host, *port;
+	char *ca_path = NULL;
+	size_t n;
+	int r;
+
+	memset(&kc, 0, sizeof(kc));
+	if (sa_dir == NULL)
+		sa_dir = KUBECONFIG_SA_DIR;
+	host = getenv("KUBERNETES_SERVICE_HOST");
+	port = getenv("KUBERNETES_SERVICE_PORT");
+	if (host == NULL || host[0] == '\0' || port == NULL || port[0] == '\0')
+		return errbuf_set(e, ERR_INVALID,
+		    "unable to load in-cluster configuration, "
+		    "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT must "
+		    "be defined");
+	if (!kubeconfig_in_cluster_host(host))
+		return errbuf_set(e, ERR_INVALID,
+		    "in-cluster: KUBERNETES_SERVICE_HOST is not a host name or "
+		    "IP address");
+	if (!kubeconfig_in_cluster_port(port))
+		return errbuf_set(e, ERR_INVALID,
+		    "in-cluster: KUBERNETES_SERVICE_PORT is not a port number "
+		    "(1-65535)");
+
+	n = strlen(host) + strlen(port) + sizeof("https://[]:");
+	kc.server = malloc(n);
+	if (kc.server == NULL) {
+		r = errbuf_set(e, ERR_NOMEM, "in-cluster: out of memory");
+		goto fail;
+	}
+	if (strchr(host, ':') != NULL && host[0] != '[')
+		snprintf(kc.server, n, "https://[%s]:%s", host, port);
+	else
+		snprintf(kc.server, n, "https://%s:%s", host, port);
+
+	ca_path = kubeconfig_join(sa_dir, "ca.crt");
+	kc.token_file = kubeconfig_join(sa_dir, "token");
+	kc.source = strdup("in-cluster");
+	if (ca_path == NULL || kc.token_file == NULL || kc.source == NULL) {
+		r = errbuf_set(e, ERR_NOMEM, "in-cluster: out of memory");
+		goto fail;
+	}
+	r = kubeconfig_read_path(ca_path, KUBECONFIG_FILE_MAX, &kc.ca_pem,
+	    &kc.ca_pem_len, e);
+	if (r < 0) {
+		errbuf_prefix(e, r, "%s", l.name);
+		goto fail;
+	}
+	if (!kubeconfig_pem_ok(kc.ca_pem, kc.ca_pem_len)) {
+		r = errbuf_set(e, ERR_INVALID,
+		    "in-cluster: %s does not hold PEM data (no \"-----BEGIN\" "
+		    "line)", ca_path);
+		goto fail;
+	}
+	r = kubeconfig_token_refresh(&kc, e);
+	if (r < 0) {
+		errbuf_prefix(e, r, "%s", l.name);
+		goto fail;
+	}
+	free(ca_path);
+	kubeconfig_commit(&kc, ret);
+	return 0;
+
+fail:
+	free(ca_path);
+	kubeconfig_release(&kc);
+	return r;
+}
