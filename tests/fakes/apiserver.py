@@ -876,6 +876,15 @@ class FakeAPIServer(object):
         if parts[0] == "apis" and len(parts) == 3:
             if parts[2] in kresources.GROUP_VERSIONS.get(parts[1], []):
                 return h.reply(200, kresources.api_resource_list(parts[1], parts[2]))
+        if p == "/openapi/v3":
+            return h.reply(200, kresources.openapi_v3_root())
+        if p.startswith("/openapi/v3/"):
+            rest = p[len("/openapi/v3/"):].split("/")
+            if rest == ["api", "v1"]:
+                return h.reply(200, kresources.openapi_v3_gv("", "v1"))
+            if len(rest) == 3 and rest[0] == "apis" and \
+                    rest[2] in kresources.GROUP_VERSIONS.get(rest[1], []):
+                return h.reply(200, kresources.openapi_v3_gv(rest[1], rest[2]))
         raise _nf_path()
 
     def version_info(self):

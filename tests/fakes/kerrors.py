@@ -201,10 +201,12 @@ def f_too_long(field, value, limit):
 def invalid(group, kind, name, errs):
     """NewInvalid: 422 Kind[.group] "name" is invalid: <aggregate>."""
     qk = kind if not group else "%s.%s" % (kind, group)
-    if len(errs) == 1:
-        agg = str(errs[0])
-    else:
-        agg = "[" + ", ".join(str(e) for e in errs) + "]"
+    # ErrorList.ToAggregate drops repeated messages; the causes keep them
+    msgs = []
+    for e in errs:
+        if str(e) not in msgs:
+            msgs.append(str(e))
+    agg = msgs[0] if len(msgs) == 1 else "[" + ", ".join(msgs) + "]"
     causes = [{"reason": e.type, "message": e.body(), "field": e.field}
               for e in errs]
     d = _details(name, group, kind)

@@ -295,7 +295,7 @@ class Registry(object):
                 raise kerrors.not_found(res.group, res.name, info.name)
             return h.reply(200, self.external(res, o))
         if v == "list":
-            return h.reply(200, self.list(res, info.namespace if res.namespaced else None, query))
+            return h.reply(200, self.list(res, (info.namespace or None) if res.namespaced else None, query))
         if v == "watch":
             return self.watch(h, res, info, query)
         if v == "create":
@@ -318,7 +318,7 @@ class Registry(object):
             code, out = self.delete(res, ns, info.name, body, query)
             return h.reply(code, out)
         if v == "deletecollection":
-            return h.reply(200, self.delete_collection(res, info.namespace if res.namespaced else None, query))
+            return h.reply(200, self.delete_collection(res, (info.namespace or None) if res.namespaced else None, query))
         raise kerrors.method_not_allowed(h.command, res.kind)
 
     # -- reviews -------------------------------------------------------------
@@ -495,7 +495,7 @@ class Registry(object):
             sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
 
     def watch(self, h, res, info, query):
-        ns = info.namespace if res.namespaced else None
+        ns = (info.namespace or None) if res.namespaced else None
         ls, fs = self._selectors(res, query)
         if info.name:
             fs = fs + [("metadata.name", "=", info.name)]
@@ -604,7 +604,7 @@ class Registry(object):
         return obj
 
     def _prune(self, res, obj, query):
-        unknown = kschema.prune(res.kind, obj)
+        unknown = kschema.decode(res.group, res.kind, res.version, obj)
         fv = _q(query, "fieldValidation", "Warn")
         if unknown and fv == "Strict":
             raise kerrors.bad_request("strict decoding error: " + ", ".join(

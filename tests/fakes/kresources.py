@@ -140,3 +140,46 @@ def api_group(group):
     vs = [{"groupVersion": "%s/%s" % (group, v), "version": v} for v in versions]
     return {"kind": "APIGroup", "apiVersion": "v1", "name": group,
             "versions": vs, "preferredVersion": vs[0]}
+
+
+def openapi_v3_root():
+    """/openapi/v3: one entry per group version."""
+    paths = {}
+    for g, versions in GROUP_VERSIONS.items():
+        for v in versions:
+            key = "api/v1" if not g else "apis/%s/%s" % (g, v)
+            paths[key] = {"serverRelativeURL": "/openapi/v3/%s?hash=%s" % (
+                key, _hash(_r(g, v, "x", "x", key, False)).rstrip("=").replace("/", "_").replace("+", "-"))}
+    return {"paths": paths}
+
+
+def openapi_v3_gv(group, version):
+    """A minimal OpenAPI v3 document: the PATCH operations with their
+    x-kubernetes-group-version-kind and query parameters, which is what
+    kubectl looks at to decide on server-side field validation."""
+    paths = {}
+    params = [{"name": n, "in": "query", "schema": {"type": "string"},
+               "uniqueItems": True}
+              for n in ("dryRun", "fieldManager", "fieldValidation", "force")]
+    for r in RESOURCES:
+        if r.group != group or r.version != version:
+            continue
+        prefix = "/api/v1" if not group else "/apis/%s/%s" % (group, version)
+        base = prefix + ("/namespaces/{namespace}/" if r.namespaced else "/") + r.name
+        gvk = {"group": group, "version": version, "kind": r.kind}
+        item = {"x-kubernetes-group-version-kind": gvk,
+                "x-kubernetes-action": "patch", "parameters": params,
+                "operationId": "patch" + r.kind,
+                "responses": {"200": {"description": "OK"}}}
+        if "patch" in r.verbs:
+            paths[base + "/{name}"] = {"patch": item}
+            for s in r.subresources:
+                paths[base + "/{name}/" + s] = {"patch": dict(item)}
+        post = {"x-kubernetes-group-version-kind": gvk,
+                "x-kubernetes-action": "post", "parameters": params,
+                "operationId": "create" + r.kind,
+                "responses": {"201": {"description": "Created"}}}
+        paths[base] = {"post": post}
+    return {"openapi": "3.0.0",
+            "info": {"title": "Kubernetes", "version": "v1.32.0"},
+            "paths": paths, "components": {"schemas": {}}}

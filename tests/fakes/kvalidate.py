@@ -1,11 +1,533 @@
-"""Defaulting and validation of the served types, like the real registry."""
+"""Defaulting and validation of the served kinds, after the real registry
+strategies (pkg/apis/core/validation, apimachinery validation): same checks,
+same field paths, same messages, for what a cloud controller runs into."""
+
+import ipaddress
+import re
 
 import kerrors
+from kerrors import (f_duplicate, f_forbidden, f_invalid, f_not_supported,
+                     f_required, f_too_long, GoRepr)
+
+# ------------------------------------------------------------ name checks
+
+QNAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
+QNAME_MSG = ("must consist of alphanumeric characters, '-', '_' or '.', and "
+             "must start and end with an alphanumeric character")
+LABEL_VALUE_MSG = ("a valid label must be an empty string or consist of "
+                   "alphanumeric characters, '-', '_' or '.', and must start "
+                   "and end with an alphanumeric character")
+DNS1123_SUB_FMT = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+DNS1123_SUB_MSG = ("a lowercase RFC 1123 subdomain must consist of lower case "
+                   "alphanumeric characters, '-' or '.', and must start and end "
+                   "with an alphanumeric character")
+DNS1123_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS1123_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case "
+                     "alphanumeric characters or '-', and must start and end "
+                     "with an alphanumeric character")
+DNS1035_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
+DNS1035_MSG = ("a DNS-1035 label must consist of lower case alphanumeric "
+               "characters or '-', start with an alphabetic character, and end "
+               "with an alphanumeric character")
+ANNOTATIONS_MAX = 256 * 1024  # bytes, TotalAnnotationSizeLimitB
 
 
-def defaults(res, obj, old, registry):
-    pass
+def regex_error(msg, fmt, *examples):
+    if not examples:
+        return msg + " (regex used for validation is '" + fmt + "')"
+    msg += " (e.g. "
+    for i, e in enumerate(examples):
+        if i > 0:
+            msg += " or "
+        msg += "'" + e + "', "
+    return msg + "regex used for validation is '" + fmt + "')"
+
+
+def max_len(n):
+    return "must be no more than %d characters" % n
+
+
+def _full(fmt, v):
+    return re.fullmatch(fmt, v) is not None
+
+
+def is_dns1123_subdomain(v):
+    errs = []
+    if len(v) > 253:
+        errs.append(max_len(253))
+    if not _full(DNS1123_SUB_FMT, v):
+        errs.append(regex_error(DNS1123_SUB_MSG, DNS1123_SUB_FMT, "example.com"))
+    return errs
+
+
+def is_dns1123_label(v):
+    errs = []
+    if len(v) > 63:
+        errs.append(max_len(63))
+    if not _full(DNS1123_LABEL_FMT, v):
+        if _full(DNS1123_SUB_FMT, v):
+            errs.append("must not contain dots")
+        else:
+            errs.append(regex_error(DNS1123_LABEL_MSG, DNS1123_LABEL_FMT,
+                                    "my-name", "123-abc"))
+    return errs
+
+
+def is_dns1035_label(v):
+    errs = []
+    if len(v) > 63:
+        errs.append(max_len(63))
+    if not _full(DNS1035_FMT, v):
+        errs.append(regex_error(DNS1035_MSG, DNS1035_FMT, "my-name", "abc-123"))
+    return errs
+
+
+def is_qualified_name(v):
+    errs = []
+    parts = v.split("/")
+    if len(parts) == 1:
+        name = parts[0]
+    elif len(parts) == 2:
+        prefix, name = parts
+        if not prefix:
+            errs.append("prefix part must be non-empty")
+        else:
+            errs += ["prefix part " + m for m in is_dns1123_subdomain(prefix)]
+    else:
+        return ["a qualified name " + regex_error(QNAME_MSG, QNAME_FMT, "MyName",
+                                                  "my.name", "123-abc")
+                + " with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')"]
+    if not name:
+        errs.append("name part must be non-empty")
+    elif len(name) > 63:
+        errs.append("name part " + max_len(63))
+    if not _full(QNAME_FMT, name):
+        errs.append("name part " + regex_error(QNAME_MSG, QNAME_FMT, "MyName",
+                                               "my.name", "123-abc"))
+    return errs
+
+
+def is_valid_label_value(v):
+    errs = []
+    if len(v) > 63:
+        errs.append(max_len(63))
+    if not _full("(" + QNAME_FMT + ")?", v):
+        errs.append(regex_error(LABEL_VALUE_MSG, "(" + QNAME_FMT + ")?",
+                                "MyValue", "my_value", "12345"))
+    return errs
+
+
+def is_ip(v):
+    try:
+        ipaddress.ip_address(v)
+        return True
+    except ValueError:
+        return False
+
+
+def is_cidr(v):
+    try:
+        ipaddress.ip_network(v, strict=False)
+        return "/" in v
+    except ValueError:
+        return False
+
+
+# ------------------------------------------------------------ object meta
+
+NAME_CHECKS = {
+    "Service": is_dns1035_label,
+    "Namespace": is_dns1123_label,
+}
+
+
+def validate_labels(labels, path):
+    errs = []
+    for k in sorted(labels or {}):
+        for m in is_qualified_name(k):
+            errs.append(f_invalid(path, k, m))
+        for m in is_valid_label_value(labels[k]):
+            errs.append(f_invalid(path, labels[k], m))
+    return errs
+
+
+def validate_annotations(ann, path):
+    errs = []
+    total = 0
+    for k in sorted(ann or {}):
+        for m in is_qualified_name(k.lower()):
+            errs.append(f_invalid(path, k, m))
+        total += len(k) + len(ann[k])
+    if total > ANNOTATIONS_MAX:
+        errs.append(f_too_long(path, "", ANNOTATIONS_MAX))
+    return errs
+
+
+def validate_meta(kind, md, namespaced):
+    errs = []
+    name = md.get("name", "")
+    check = NAME_CHECKS.get(kind, is_dns1123_subdomain)
+    if not name:
+        errs.append(f_required("metadata.name", "name or generateName is required"))
+    else:
+        for m in check(name):
+            errs.append(f_invalid("metadata.name", name, m))
+    errs += validate_labels(md.get("labels"), "metadata.labels")
+    errs += validate_annotations(md.get("annotations"), "metadata.annotations")
+    fins = md.get("finalizers") or []
+    seen = set()
+    for i, f in enumerate(fins):
+        for m in is_qualified_name(f):
+            errs.append(f_invalid("metadata.finalizers", f, m))
+        if f in seen:
+            errs.append(f_duplicate("metadata.finalizers[%d]" % i, f))
+        seen.add(f)
+    return errs
+
+
+def validate_meta_update(md, old):
+    errs = []
+    if old.get("deletionTimestamp"):
+        # finalizers may only be removed from an object being deleted
+        new_f = set(md.get("finalizers") or [])
+        for f in new_f - set(old.get("finalizers") or []):
+            errs.append(f_forbidden("metadata.finalizers",
+                                    "no new finalizers can be added if the object is being deleted, found new finalizers []string{\"%s\"}" % f))
+    return errs
+
+
+# ---------------------------------------------------------------- kinds
+
+TAINT_EFFECTS = ["NoSchedule", "PreferNoSchedule", "NoExecute"]
+
+
+def _go_taint(t):
+    ta = t.get("timeAdded")
+    return GoRepr('core.Taint{Key:"%s", Value:"%s", Effect:"%s", TimeAdded:%s}'
+                  % (t.get("key", ""), t.get("value", ""), t.get("effect", ""),
+                     "<nil>" if ta is None else "time.Date(...)"))
+
+
+def validate_taints(taints, path):
+    errs = []
+    seen = {}
+    for i, t in enumerate(taints):
+        p = "%s[%d]" % (path, i)
+        key = t.get("key", "")
+        for m in is_qualified_name(key):
+            errs.append(f_invalid(p + ".key", key, m))
+        val = t.get("value", "")
+        vm = is_valid_label_value(val)
+        if vm:
+            errs.append(f_invalid(p + ".value", val, ";".join(vm)))
+        eff = t.get("effect", "")
+        if not eff:
+            errs.append(f_required(p + ".effect", ""))
+        elif eff not in TAINT_EFFECTS:
+            errs.append(f_not_supported(p + ".effect", eff, TAINT_EFFECTS))
+        if key in seen.get(eff, set()):
+            e = f_duplicate(p, _go_taint(t), "taints must be unique by key and effect pair")
+            errs.append(e)
+            continue
+        seen.setdefault(eff, set()).add(key)
+    return errs
+
+
+def validate_node(node, old):
+    errs = validate_meta("Node", node.get("metadata", {}), False)
+    spec = node.get("spec") or {}
+    if spec.get("taints"):
+        errs += validate_taints(spec["taints"], "metadata.taints")
+    cidrs = spec.get("podCIDRs") or []
+    for i, c in enumerate(cidrs):
+        if not is_cidr(c):
+            errs.append(f_invalid("spec.podCIDRs[%d]" % i,
+                                  GoRepr("[]string{%s}" % ", ".join('"%s"' % x for x in cidrs)),
+                                  "must be a valid CIDR"))
+    if len(cidrs) > 2:
+        errs.append(f_invalid("spec.podCIDRs",
+                              GoRepr("[]string{%s}" % ", ".join('"%s"' % x for x in cidrs)),
+                              "may specify no more than one CIDR for each IP family"))
+    if old is None:
+        return errs
+    errs += validate_meta_update(node.get("metadata", {}), old.get("metadata", {}))
+    seen = set()
+    for i, a in enumerate((node.get("status") or {}).get("addresses") or []):
+        k = (a.get("type", ""), a.get("address", ""))
+        if k in seen:
+            errs.append(f_duplicate("status.addresses[%d]" % i, GoRepr(
+                'core.NodeAddress{Type:"%s", Address:"%s"}' % k)))
+        seen.add(k)
+    ospec = old.get("spec") or {}
+    old_cidrs = ospec.get("podCIDRs") or []
+    if old_cidrs:
+        msg = 'node updates may not change podCIDR except from "" to valid'
+        if len(old_cidrs) != len(cidrs):
+            errs.append(f_forbidden("spec.podCIDRs", msg))
+        else:
+            for a, b in zip(old_cidrs, cidrs):
+                if a != b:
+                    errs.append(f_forbidden("spec.podCIDRs", msg))
+    if ospec.get("providerID") and ospec["providerID"] != spec.get("providerID", ""):
+        errs.append(f_forbidden(
+            "spec.providerID",
+            'node updates may not change providerID except from "" to valid'))
+    # ValidateNode runs before ValidateNodeUpdate, so taint errors repeat
+    if spec.get("taints"):
+        errs += validate_taints(spec["taints"], "metadata.taints")
+    return errs
+
+
+SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
+PROTOCOLS = ["SCTP", "TCP", "UDP"]
+
+
+def validate_lb_status(svc):
+    errs = []
+    spec = svc.get("spec") or {}
+    ing = ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []
+    path = "status.loadBalancer.ingress"
+    if ing and spec.get("type") != "LoadBalancer":
+        return [f_forbidden(path, "may only be used when `spec.type` is 'LoadBalancer'")]
+    for i, x in enumerate(ing):
+        p = "%s[%d]" % (path, i)
+        ip = x.get("ip", "")
+        if ip and not is_ip(ip):
+            errs.append(f_invalid(p + ".ip", ip,
+                                  "must be a valid IP address, (e.g. 10.9.8.7 or 2001:db8::ffff)"))
+        mode = x.get("ipMode")
+        if mode is None and ip:
+            errs.append(f_required(p + ".ipMode", "must be specified when `ip` is set"))
+        elif mode is not None and not ip:
+            errs.append(f_forbidden(p + ".ipMode", "may not be specified when `ip` is not set"))
+        elif mode is not None and mode not in ("Proxy", "VIP"):
+            errs.append(f_not_supported(p + ".ipMode", mode, ["Proxy", "VIP"]))
+        hn = x.get("hostname", "")
+        if hn:
+            for m in is_dns1123_subdomain(hn):
+                errs.append(f_invalid(p + ".hostname", hn, m))
+            if is_ip(hn):
+                errs.append(f_invalid(p + ".hostname", hn,
+                                      "must be a DNS name, not an IP address"))
+    return errs
+
+
+def validate_service(svc, old, sub):
+    md = svc.get("metadata", {})
+    errs = validate_meta("Service", md, True)
+    spec = svc.get("spec") or {}
+    t = spec.get("type", "ClusterIP")
+    if t not in SERVICE_TYPES:
+        errs.append(f_not_supported("spec.type", t, SERVICE_TYPES))
+    ports = spec.get("ports") or []
+    if not ports and t != "ExternalName" and spec.get("clusterIP") != "None":
+        errs.append(f_required("spec.ports", ""))
+    names = set()
+    for i, p in enumerate(ports):
+        pp = "spec.ports[%d]" % i
+        if len(ports) > 1 and not p.get("name"):
+            errs.append(f_required(pp + ".name", ""))
+        if p.get("name"):
+            if p["name"] in names:
+                errs.append(f_duplicate(pp + ".name", p["name"]))
+            names.add(p["name"])
+        port = p.get("port", 0)
+        if not 1 <= port <= 65535:
+            errs.append(f_invalid(pp + ".port", port,
+                                  "must be between 1 and 65535, inclusive"))
+        proto = p.get("protocol", "TCP")
+        if proto not in PROTOCOLS:
+            errs.append(f_not_supported(pp + ".protocol", proto, PROTOCOLS))
+    if old is not None:
+        ospec = old.get("spec") or {}
+        oip = ospec.get("clusterIP", "")
+        if oip and spec.get("clusterIP", "") != oip and t != "ExternalName":
+            errs.append(f_invalid("spec.clusterIPs[0]",
+                                  GoRepr("[]string{%s}" % ", ".join('"%s"' % x for x in spec.get("clusterIPs") or [])),
+                                  "may not change once set"))
+        errs += validate_meta_update(md, old.get("metadata", {}))
+    if sub == "status" or old is None or \
+            (svc.get("status") or {}) != (old.get("status") or {}):
+        errs += validate_lb_status(svc)
+    return errs
+
+
+def validate_lease(lease, old):
+    errs = validate_meta("Lease", lease.get("metadata", {}), True)
+    spec = lease.get("spec") or {}
+    d = spec.get("leaseDurationSeconds")
+    if d is not None and d <= 0:
+        errs.append(f_invalid("spec.leaseDurationSeconds", d, "must be greater than 0"))
+    tr = spec.get("leaseTransitions")
+    if tr is not None and tr < 0:
+        errs.append(f_invalid("spec.leaseTransitions", tr, "must be greater than or equal to 0"))
+    return errs
+
+
+EVENT_TYPES = ["Normal", "Warning"]
+
+
+def validate_event_core(ev, old):
+    md = ev.get("metadata", {})
+    errs = validate_meta("Event", md, True)
+    io = ev.get("involvedObject") or {}
+    ns = md.get("namespace", "")
+    if io.get("namespace") and io["namespace"] != ns and ns != "default":
+        errs.append(f_invalid("involvedObject.namespace", io["namespace"],
+                              "does not match event.namespace"))
+    t = ev.get("type", "")
+    if t and t not in EVENT_TYPES:
+        errs.append(f_not_supported("type", t, EVENT_TYPES))
+    if ev.get("eventTime") or ev.get("reportingComponent"):
+        # events.k8s.io/v1 semantics apply to new-style events
+        if not ev.get("reportingComponent"):
+            errs.append(f_required("reportingComponent", ""))
+        if not ev.get("reportingInstance"):
+            errs.append(f_required("reportingInstance", ""))
+        if not ev.get("action"):
+            errs.append(f_required("action", ""))
+        if not ev.get("reason"):
+            errs.append(f_required("reason", ""))
+        if not t:
+            errs.append(f_required("type", ""))
+    return errs
+
+
+def validate_event_v1(ev, old):
+    md = ev.get("metadata", {})
+    errs = validate_meta("Event", md, True)
+    if not ev.get("eventTime"):
+        errs.append(f_required("eventTime", ""))
+    t = ev.get("type", "")
+    if t not in EVENT_TYPES:
+        errs.append(f_not_supported("type", t, EVENT_TYPES) if t else f_required("type", ""))
+    if not ev.get("reportingController"):
+        errs.append(f_required("reportingController", ""))
+    else:
+        for m in is_qualified_name(ev["reportingController"]):
+            errs.append(f_invalid("reportingController", ev["reportingController"], m))
+    if not ev.get("reportingInstance"):
+        errs.append(f_required("reportingInstance", ""))
+    if not ev.get("action"):
+        errs.append(f_required("action", ""))
+    if not ev.get("reason"):
+        errs.append(f_required("reason", ""))
+    if len(ev.get("note", "")) > 1024:
+        errs.append(f_too_long("note", "", 1024))
+    return errs
+
+
+def validate_secret(s, old):
+    errs = validate_meta("Secret", s.get("metadata", {}), True)
+    if old is not None and old.get("type", "Opaque") != s.get("type", "Opaque"):
+        errs.append(f_invalid("type", s.get("type"), "field is immutable"))
+    return errs
 
 
 def validate(res, obj, old, sub):
-    return []
+    """Field errors for obj (old: the stored object on update, else None)."""
+    k = res.kind
+    if res.group == "" and k == "Node":
+        return validate_node(obj, old)
+    if res.group == "" and k == "Service":
+        return validate_service(obj, old, sub)
+    if res.group == "coordination.k8s.io":
+        return validate_lease(obj, old)
+    if res.group == "" and k == "Event":
+        return validate_event_core(obj, old)
+    if res.group == "events.k8s.io":
+        return validate_event_v1(obj, old)
+    if k == "Secret":
+        return validate_secret(obj, old)
+    errs = validate_meta(k, obj.get("metadata", {}), res.namespaced)
+    if old is not None:
+        errs += validate_meta_update(obj.get("metadata", {}), old.get("metadata", {}))
+    return errs
+
+
+# -------------------------------------------------------------- defaults
+
+def defaults(res, obj, old, registry):
+    """Apply the v1 defaulting functions; allocate IPs/ports for Services."""
+    k = res.kind
+    if res.group == "" and k == "Node":
+        obj.setdefault("spec", {})
+        st = obj.setdefault("status", {})
+        de = st.setdefault("daemonEndpoints", {})
+        de.setdefault("kubeletEndpoint", {}).setdefault("Port", 0)
+        ni = st.setdefault("nodeInfo", {})
+        for f in ("machineID", "systemUUID", "bootID", "kernelVersion",
+                  "osImage", "containerRuntimeVersion", "kubeletVersion",
+                  "kubeProxyVersion", "operatingSystem", "architecture"):
+            ni.setdefault(f, "")
+        spec = obj["spec"]
+        if spec.get("podCIDRs") and not spec.get("podCIDR"):
+            spec["podCIDR"] = spec["podCIDRs"][0]
+        elif spec.get("podCIDR") and not spec.get("podCIDRs"):
+            spec["podCIDRs"] = [spec["podCIDR"]]
+    elif res.group == "" and k == "Service":
+        _service_defaults(obj, old, registry)
+    elif res.group == "" and k == "Namespace":
+        obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
+        obj.setdefault("status", {}).setdefault("phase", "Active")
+        md = obj.setdefault("metadata", {})
+        md.setdefault("labels", {})["kubernetes.io/metadata.name"] = md.get("name", "")
+    elif res.group == "" and k == "Secret":
+        obj.setdefault("type", "Opaque")
+        sd = obj.pop("stringData", None)
+        if sd:
+            import base64
+            d = obj.setdefault("data", {}) or {}
+            for kk, v in sd.items():
+                d[kk] = base64.b64encode(v.encode()).decode()
+            obj["data"] = d
+    elif res.group == "" and k == "Event":
+        obj.setdefault("involvedObject", {})
+        obj.setdefault("source", {})
+        for f in ("firstTimestamp", "lastTimestamp", "eventTime"):
+            obj.setdefault(f, None)
+        obj.setdefault("reportingComponent", "")
+        obj.setdefault("reportingInstance", "")
+    elif res.group == "coordination.k8s.io":
+        obj.setdefault("spec", {})
+    elif res.group == "events.k8s.io":
+        obj.setdefault("deprecatedSource", {})
+        obj.setdefault("deprecatedFirstTimestamp", None)
+        obj.setdefault("deprecatedLastTimestamp", None)
+        obj.setdefault("eventTime", None)
+
+
+def _service_defaults(obj, old, registry):
+    spec = obj.setdefault("spec", {})
+    t = spec.setdefault("type", "ClusterIP")
+    spec.setdefault("sessionAffinity", "None")
+    ospec = (old or {}).get("spec") or {}
+    if t != "ExternalName":
+        if not spec.get("clusterIP"):
+            spec["clusterIP"] = ospec.get("clusterIP") or \
+                (registry.allocate_cluster_ip() if registry else "10.96.0.10")
+        if not spec.get("clusterIPs"):
+            spec["clusterIPs"] = [spec["clusterIP"]]
+        spec.setdefault("ipFamilies", ["IPv4"])
+        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        spec.setdefault("internalTrafficPolicy", "Cluster")
+    old_ports = {(p.get("port"), p.get("protocol", "TCP")): p
+                 for p in ospec.get("ports") or []}
+    for p in spec.get("ports") or []:
+        p.setdefault("protocol", "TCP")
+        if "targetPort" not in p or p["targetPort"] in (0, ""):
+            p["targetPort"] = p.get("port")
+        if t in ("NodePort", "LoadBalancer") and not p.get("nodePort") and \
+                spec.get("allocateLoadBalancerNodePorts", True) is not False:
+            op = old_ports.get((p.get("port"), p["protocol"]))
+            p["nodePort"] = (op or {}).get("nodePort") or \
+                (registry.allocate_node_port() if registry else 30000)
+    if t in ("NodePort", "LoadBalancer"):
+        spec.setdefault("externalTrafficPolicy", "Cluster")
+    if t == "LoadBalancer":
+        spec.setdefault("allocateLoadBalancerNodePorts", True)
+    st = obj.setdefault("status", {})
+    lb = st.setdefault("loadBalancer", {})
+    for ing in lb.get("ingress") or []:
+        if ing.get("ip") and "ipMode" not in ing:
+            ing["ipMode"] = "VIP"

@@ -1,0 +1,133 @@
+"""kubectl against the fake, through a kubeconfig the fake wrote."""
+
+import json
+import subprocess
+
+import pytest
+
+
+@pytest.fixture(scope="module")
+def kc(srv, tmp_path_factory):
+    return srv.write_kubeconfig(str(tmp_path_factory.mktemp("kc") / "admin.conf"),
+                                tls_server_name="kubernetes")
+
+
+def kubectl(kc, *args, stdin=None):
+    r = subprocess.run(["kubectl", "--kubeconfig", kc] + list(args),
+                       capture_output=True, text=True, input=stdin, timeout=30)
+    return r
+
+
+def ok(kc, *args, stdin=None):
+    r = kubectl(kc, *args, stdin=stdin)
+    assert r.returncode == 0, r.stderr
+    return r.stdout
+
+
+NODE = {"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "kn1", "labels": {"a": "1"}},
+        "spec": {"taints": [{"key": "node.cloudprovider.kubernetes.io/uninitialized",
+                             "value": "true", "effect": "NoSchedule"}]}}
+
+
+def test_create_get_label_taint_patch_delete(srv, kc):
+    out = ok(kc, "create", "-f", "-", stdin=json.dumps(NODE))
+    assert "node/kn1 created" in out
+    n = json.loads(ok(kc, "get", "node", "kn1", "-o", "json"))
+    assert n["metadata"]["labels"] == {"a": "1"}
+    assert n["kind"] == "Node" and n["metadata"]["uid"]
+    names = ok(kc, "get", "nodes", "-o", "name").split()
+    assert "node/kn1" in names
+
+    ok(kc, "label", "node", "kn1", "zone=z1")
+    ok(kc, "label", "node", "kn1", "a-")
+    assert srv.get_object("nodes", "kn1")["metadata"]["labels"] == {"zone": "z1"}
+
+    ok(kc, "taint", "node", "kn1", "dedicated=x:NoExecute")
+    ok(kc, "taint", "node", "kn1",
+       "node.cloudprovider.kubernetes.io/uninitialized:NoSchedule-")
+    assert srv.get_object("nodes", "kn1")["spec"]["taints"] == [
+        {"key": "dedicated", "value": "x", "effect": "NoExecute"}]
+    r = kubectl(kc, "taint", "node", "kn1", "k=v:Bogus")
+    assert r.returncode != 0
+
+    ok(kc, "patch", "node", "kn1", "--type", "merge", "-p",
+       '{"spec":{"providerID":"static://kn1"}}')
+    ok(kc, "patch", "node", "kn1", "--type", "json", "-p",
+       '[{"op":"add","path":"/metadata/annotations","value":{"x":"y"}}]')
+    ok(kc, "patch", "node", "kn1", "--type", "strategic", "--subresource",
+       "status", "-p",
+       '{"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.5"}]}}')
+    n = srv.get_object("nodes", "kn1")
+    assert n["spec"]["providerID"] == "static://kn1"
+    assert n["metadata"]["annotations"] == {"x": "y"}
+    assert n["status"]["addresses"] == [{"type": "InternalIP", "address": "10.0.0.5"}]
+
+    r = kubectl(kc, "patch", "node", "kn1", "--type", "merge", "-p",
+                '{"spec":{"providerID":"static://other"}}')
+    assert r.returncode != 0
+    assert ('The Node "kn1" is invalid: spec.providerID: Forbidden: node updates '
+            'may not change providerID except from "" to valid') in r.stderr
+
+    r = kubectl(kc, "patch", "node", "kn1", "--type", "json", "-p",
+                '[{"op":"test","path":"/metadata/resourceVersion","value":"1"},'
+                '{"op":"remove","path":"/spec/providerID"}]')
+    assert r.returncode != 0 and "test failed" in r.stderr
+
+    assert "deleted" in ok(kc, "delete", "node", "kn1")
+    r = kubectl(kc, "get", "node", "kn1")
+    assert r.returncode != 0
+    assert 'Error from server (NotFound): nodes "kn1" not found' in r.stderr
+
+
+CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm1"},
+      "data": {"k": "v"}}
+
+
+def test_namespaced_objects_and_errors(srv, kc):
+    # typed kubectl commands (create configmap, auth can-i) send protobuf,
+    # which the fake does not speak: use manifests
+    ok(kc, "create", "-n", "kube-system", "-f", "-", stdin=json.dumps(CM))
+    r = kubectl(kc, "create", "-n", "kube-system", "-f", "-", stdin=json.dumps(CM))
+    assert 'configmaps "cm1" already exists' in r.stderr
+    r = kubectl(kc, "create", "-n", "nope", "-f", "-", stdin=json.dumps(CM))
+    assert 'namespaces "nope" not found' in r.stderr
+    bad = dict(CM, spec={"x": 1})
+    r = kubectl(kc, "create", "-n", "default", "-f", "-", stdin=json.dumps(bad))
+    assert r.returncode != 0
+    assert 'unknown field "spec"' in r.stderr
+    out = ok(kc, "get", "cm", "-A", "-o", "name")
+    assert "configmap/cm1" in out
+    ok(kc, "delete", "cm", "cm1", "-n", "kube-system")
+
+
+def test_service_and_status_via_kubectl(srv, kc):
+    svc = {"apiVersion": "v1", "kind": "Service",
+           "metadata": {"name": "lb1", "namespace": "default"},
+           "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}}
+    ok(kc, "create", "-f", "-", stdin=json.dumps(svc))
+    s = json.loads(ok(kc, "get", "svc", "lb1", "-o", "json"))
+    assert s["spec"]["ports"][0]["nodePort"] >= 30000
+    assert s["spec"]["ports"][0]["targetPort"] == 80
+    assert s["status"] == {"loadBalancer": {}}
+    ok(kc, "patch", "svc", "lb1", "--subresource", "status", "--type", "merge",
+       "-p", '{"status":{"loadBalancer":{"ingress":[{"ip":"192.0.2.1"}]}}}')
+    s = srv.get_object("services", "lb1", "default")
+    assert s["status"]["loadBalancer"]["ingress"] == [{"ip": "192.0.2.1", "ipMode": "VIP"}]
+    ok(kc, "delete", "svc", "lb1")
+
+
+def test_kubectl_sees_rbac_denial(srv, tmp_path):
+    kc2 = srv.write_kubeconfig(str(tmp_path / "ccm.conf"),
+                               user="system:cloud-controller-manager", groups=[],
+                               tls_server_name="kubernetes")
+    r = kubectl(kc2, "get", "nodes")
+    assert r.returncode != 0
+    assert ('nodes is forbidden: User "system:cloud-controller-manager" cannot '
+            'list resource "nodes" in API group "" at the cluster scope') in r.stderr
+    ssar = {"apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": "list", "resource": "nodes"}}}
+    out = json.loads(ok(kc2, "create", "--validate=false", "-f", "-", "-o", "json",
+                        stdin=json.dumps(ssar)))
+    assert out["status"]["allowed"] is False
