@@ -36,6 +36,7 @@ import kresources  # noqa: E402
 import kstore  # noqa: E402
 import pki  # noqa: E402
 
+GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")  # strconv.ParseBool
 BODY_LIMIT = 3 * 1024 * 1024  # bytes, like the real server
 GIT_VERSION = "v1.32.0"
 ADMIN_USER = "kubernetes-admin"
@@ -162,7 +163,7 @@ class RequestInfo(object):
             elif method_verb == "delete":
                 method_verb = "deletecollection"
         if method_verb in ("list", "get") and \
-                query.get("watch", [""])[0] in ("true", "1"):
+                query.get("watch", [""])[0] in GO_TRUE:
             method_verb = "watch"
         self.verb = method_verb
         if self.resource == "namespaces" and self.name:

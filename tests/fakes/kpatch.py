@@ -274,6 +274,11 @@ def _merge_map(orig, patch, kind, path):
             out.pop(k, None)
             continue
         sub = _join(path, k)
+        o = out.get(k)
+        if k not in out or type(o) is not type(v):
+            # not in the original (or of another type): take the patch value
+            out[k] = _strip_directives(v)
+            continue
         if isinstance(v, dict):
             o = out.get(k)
             out[k] = _merge_map(o if isinstance(o, dict) else {}, v, kind, sub)

@@ -21,6 +21,8 @@ import kvalidate
 NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease")
 GEN_CHARS = "bcdfghjklmnpqrstvwxz2456789"
 
+GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")  # strconv.ParseBool
+
 PATCH_TYPES = ("application/json-patch+json", "application/merge-patch+json",
                "application/strategic-merge-patch+json")
 
@@ -479,6 +481,8 @@ class Registry(object):
                 if not ls and not fs:
                     remaining = len([1 for kk, _ in items[i:] if kk >= start])
                 break
+            o.pop("kind", None)
+            o.pop("apiVersion", None)
             out.append(o)
             last = k
         meta = {"resourceVersion": str(rv)}
@@ -500,8 +504,8 @@ class Registry(object):
         if info.name:
             fs = fs + [("metadata.name", "=", info.name)]
         rv_param = _q(query, "resourceVersion")
-        bookmarks = _q(query, "allowWatchBookmarks") in ("true", "1")
-        initial = _q(query, "sendInitialEvents")
+        bookmarks = _q(query, "allowWatchBookmarks") in GO_TRUE
+        initial = "true" if _q(query, "sendInitialEvents") in GO_TRUE else ""
         timeout_s = _q(query, "timeoutSeconds")
         if timeout_s:
             try:

@@ -1,0 +1,642 @@
+"""Targeted checks of the strict behaviours: RBAC, writes, patches,
+validation, list/watch, Status bodies."""
+
+import json
+import time
+
+import pytest
+
+MERGE = "application/merge-patch+json"
+JSONP = "application/json-patch+json"
+SMP = "application/strategic-merge-patch+json"
+NODES = "/api/v1/nodes"
+
+
+def node(name, **kw):
+    o = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": name}}
+    o.update(kw)
+    return o
+
+
+def status_keys(body):
+    assert body["kind"] == "Status" and body["apiVersion"] == "v1"
+    assert body["metadata"] == {} or "continue" in body["metadata"]
+    assert body["status"] == "Failure"
+    return body["reason"], body["code"]
+
+
+@pytest.fixture
+def mk(admin):
+    """Create a node as admin and return it."""
+    def make(name, **kw):
+        code, _, body = admin.request("POST", NODES, node(name, **kw))
+        assert code == 201, body
+        return body
+    return make
+
+
+# ------------------------------------------------------------------ RBAC
+
+def test_rbac_rules_and_denial_messages(srv, admin, client_for):
+    user = "system:cloud-controller-manager"
+    cr = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+          "metadata": {"name": "ccm"},
+          "rules": [{"apiGroups": [""], "resources": ["nodes"],
+                     "verbs": ["get", "list", "watch"]},
+                    {"apiGroups": [""], "resources": ["services/status"],
+                     "verbs": ["patch"]},
+                    {"apiGroups": [""], "resources": ["configmaps"],
+                     "resourceNames": ["allowed"], "verbs": ["get"]},
+                    {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
+    crb = {"apiVersion": "rbac.authorization.k8s.io/v1",
+           "kind": "ClusterRoleBinding", "metadata": {"name": "ccm"},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                       "kind": "ClusterRole", "name": "ccm"},
+           "subjects": [{"kind": "User", "name": user}]}
+    assert admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", cr)[0] == 201
+    assert admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", crb)[0] == 201
+    srv.create_object(node("rb1"))
+    c = client_for(user)
+    assert c.get(NODES)[0] == 200
+    assert c.get(NODES + "/rb1")[0] == 200
+    code, _, body = c.request("PATCH", NODES + "/rb1/status",
+                              {"status": {}}, ctype=MERGE)
+    assert code == 403
+    assert body["message"] == (
+        'nodes "rb1" is forbidden: User "system:cloud-controller-manager" cannot '
+        'patch resource "nodes/status" in API group "" at the cluster scope')
+    assert body["details"] == {"name": "rb1", "kind": "nodes"}
+    assert status_keys(body) == ("Forbidden", 403)
+    code, _, body = c.request("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases",
+                              {"metadata": {"name": "x"}})
+    assert code == 403
+    assert body["message"] == (
+        'leases.coordination.k8s.io is forbidden: User "system:cloud-controller-manager" '
+        'cannot create resource "leases" in API group "coordination.k8s.io" in the '
+        'namespace "kube-system"')
+    assert body["details"] == {"group": "coordination.k8s.io", "kind": "leases"}
+    assert c.get("/api/v1/namespaces/default/configmaps/allowed")[0] == 404
+    assert c.get("/api/v1/namespaces/default/configmaps/other")[0] == 403
+    assert c.get("/api/v1/namespaces/default/configmaps")[0] == 403
+    code, _, body = c.get("/metrics")
+    assert code == 404   # allowed, but the fake has no such path
+    assert c.get("/logs")[0] == 403
+
+    # a Role + RoleBinding grants in its namespace only
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "le", "namespace": "kube-system"},
+            "rules": [{"apiGroups": ["coordination.k8s.io"], "resources": ["leases"],
+                       "verbs": ["*"]}]}
+    rb = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+          "metadata": {"name": "le", "namespace": "kube-system"},
+          "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role",
+                      "name": "le"},
+          "subjects": [{"kind": "User", "name": user}]}
+    srv.create_object(role)
+    srv.create_object(rb)
+    lease = {"metadata": {"name": "cloud-controller-manager"}, "spec": {}}
+    assert c.request("POST", "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases", lease)[0] == 201
+    assert c.request("POST", "/apis/coordination.k8s.io/v1/namespaces/default/leases", lease)[0] == 403
+
+    # a binding to a missing role says so
+    crb2 = dict(crb, metadata={"name": "ghost"},
+                roleRef={"apiGroup": "rbac.authorization.k8s.io",
+                         "kind": "ClusterRole", "name": "ghost"})
+    srv.create_object(crb2)
+    code, _, body = c.request("DELETE", NODES + "/rb1")
+    assert body["message"].endswith(
+        ': RBAC: clusterrole.rbac.authorization.k8s.io "ghost" not found')
+
+
+def test_rbac_subresource_wildcards_and_groups(srv, client_for):
+    cr = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+          "metadata": {"name": "status-writer"},
+          "rules": [{"apiGroups": ["*"], "resources": ["*/status"],
+                     "verbs": ["update", "patch"]}]}
+    crb = {"apiVersion": "rbac.authorization.k8s.io/v1",
+           "kind": "ClusterRoleBinding", "metadata": {"name": "status-writer"},
+           "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                       "kind": "ClusterRole", "name": "status-writer"},
+           "subjects": [{"kind": "Group", "name": "writers"}]}
+    srv.create_object(cr)
+    srv.create_object(crb)
+    srv.create_object(node("rb2"))
+    c = client_for("someone", ["writers"])
+    assert c.request("PATCH", NODES + "/rb2/status", {"status": {}}, ctype=MERGE)[0] == 200
+    assert c.request("PATCH", NODES + "/rb2", {"spec": {}}, ctype=MERGE)[0] == 403
+    sar = {"apiVersion": "authorization.k8s.io/v1", "kind": "SubjectAccessReview",
+           "spec": {"user": "x", "groups": ["writers"],
+                    "resourceAttributes": {"verb": "patch", "resource": "nodes",
+                                           "subresource": "status"}}}
+    admin = client_for("kubernetes-admin", ["system:masters"])
+    code, _, body = admin.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar)
+    assert code == 201 and body["status"]["allowed"] is True
+    sar["spec"]["resourceAttributes"]["subresource"] = ""
+    code, _, body = admin.request("POST", "/apis/authorization.k8s.io/v1/subjectaccessreviews", sar)
+    assert body["status"]["allowed"] is False
+
+
+def test_token_review(srv, client_for):
+    srv.add_token("tr-token", "bob", ["g1"])
+    admin = client_for("kubernetes-admin", ["system:masters"])
+    code, _, body = admin.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                                  {"apiVersion": "authentication.k8s.io/v1",
+                                   "kind": "TokenReview", "spec": {"token": "tr-token"}})
+    assert code == 201
+    assert body["status"]["authenticated"] is True
+    assert body["status"]["user"]["username"] == "bob"
+    assert body["status"]["user"]["groups"] == ["g1", "system:authenticated"]
+    code, _, body = admin.request("POST", "/apis/authentication.k8s.io/v1/tokenreviews",
+                                  {"spec": {"token": "bad"}})
+    assert body["status"]["authenticated"] is False
+
+
+# ---------------------------------------------------------------- writes
+
+def test_create_semantics(admin, mk):
+    n = mk("w1")
+    md = n["metadata"]
+    assert md["uid"] and md["creationTimestamp"].endswith("Z")
+    assert len(md["creationTimestamp"]) == 20
+    assert md["managedFields"][0]["manager"]
+    assert "generation" not in md
+    code, _, body = admin.request("POST", NODES, node("w1"))
+    assert code == 409 and status_keys(body) == ("AlreadyExists", 409)
+    assert body["message"] == 'nodes "w1" already exists'
+    assert body["details"] == {"name": "w1", "kind": "nodes"}
+    bad = node("w2")
+    bad["metadata"]["resourceVersion"] = "5"
+    code, _, body = admin.request("POST", NODES, bad)
+    assert code == 500 and body["reason"] == "InternalError"
+    assert "resourceVersion should not be set on objects to be created" in body["message"]
+    code, _, body = admin.request("POST", "/api/v1/namespaces/default/configmaps",
+                                  {"metadata": {"generateName": "gen-"}})
+    assert code == 201 and body["metadata"]["name"].startswith("gen-")
+    assert len(body["metadata"]["name"]) == 9
+
+
+def test_put_conflict_and_unconditional(admin, mk):
+    n = mk("w3")
+    old_rv = n["metadata"]["resourceVersion"]
+    n["metadata"]["labels"] = {"a": "1"}
+    code, _, n2 = admin.request("PUT", NODES + "/w3", n)
+    assert code == 200 and int(n2["metadata"]["resourceVersion"]) > int(old_rv)
+    n["metadata"]["labels"] = {"a": "2"}
+    code, _, body = admin.request("PUT", NODES + "/w3", n)
+    assert code == 409 and status_keys(body) == ("Conflict", 409)
+    assert body["message"] == (
+        'Operation cannot be fulfilled on nodes "w3": the object has been '
+        'modified; please apply your changes to the latest version and try again')
+    del n["metadata"]["resourceVersion"]
+    code, _, body = admin.request("PUT", NODES + "/w3", n)
+    assert code == 200 and body["metadata"]["labels"] == {"a": "2"}
+
+
+def test_lease_update_requires_resource_version(admin):
+    base = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "l1"},
+             "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15,
+                      "acquireTime": "2026-11-21T08:00:00.000000Z",
+                      "renewTime": "2026-11-21T08:00:00.000000Z"}}
+    code, _, body = admin.request("POST", base, lease)
+    assert code == 201, body
+    lease["spec"]["holderIdentity"] = "b"
+    code, _, body = admin.request("PUT", base + "/l1", lease)
+    assert code == 422 and status_keys(body) == ("Invalid", 422)
+    assert body["message"] == ('Lease.coordination.k8s.io "l1" is invalid: '
+                               'metadata.resourceVersion: Invalid value: 0x0: '
+                               'must be specified for an update')
+    assert body["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "metadata.resourceVersion",
+        "message": "Invalid value: 0x0: must be specified for an update"}]
+    for bad in ("2026-11-21T08:00:00Z", "2026-11-21T08:00:00.123Z",
+                "2026-11-21T08:00:00.1234567Z"):
+        l2 = json.loads(json.dumps(lease))
+        l2["metadata"]["name"] = "l2"
+        l2["spec"]["renewTime"] = bad
+        code, _, body = admin.request("POST", base, l2)
+        assert code == 400 and body["reason"] == "BadRequest", bad
+        assert body["message"].startswith(
+            'Lease in version "v1" cannot be handled as a Lease: parsing time "%s" '
+            'as "2006-01-02T15:04:05.000000Z07:00"' % bad)
+
+
+def test_noop_write_keeps_rv_and_sends_no_event(srv, admin, mk):
+    n = mk("w4", spec={"providerID": ""})
+    rv = n["metadata"]["resourceVersion"]
+    code, _, body = admin.request("PATCH", NODES + "/w4", {"metadata": {"labels": None}},
+                                  ctype=MERGE)
+    assert code == 200 and body["metadata"]["resourceVersion"] == rv
+    code, _, body = admin.request("PUT", NODES + "/w4", n)
+    assert body["metadata"]["resourceVersion"] == rv
+    code, _, body = admin.get(NODES + "?watch=1&resourceVersion=%s&timeoutSeconds=1"
+                              "&fieldSelector=metadata.name%%3Dw4" % rv)
+    assert body is None or body == ""
+
+
+def test_main_keeps_status_and_status_keeps_spec(admin, mk):
+    mk("w5", spec={"podCIDRs": ["10.244.1.0/24"]},
+       status={"addresses": [{"type": "Hostname", "address": "w5"}]})
+    code, _, body = admin.request("PATCH", NODES + "/w5",
+                                  {"spec": {"unschedulable": True},
+                                   "status": {"addresses": []}}, ctype=MERGE)
+    assert body["spec"]["unschedulable"] is True
+    assert body["status"]["addresses"] == [{"type": "Hostname", "address": "w5"}]
+    code, _, body = admin.request("PATCH", NODES + "/w5/status",
+                                  {"spec": {"unschedulable": False},
+                                   "status": {"addresses": [{"type": "InternalIP",
+                                                             "address": "10.0.0.1"}]}},
+                                  ctype=MERGE)
+    assert body["spec"]["unschedulable"] is True
+    assert body["status"]["addresses"] == [{"type": "InternalIP", "address": "10.0.0.1"}]
+
+
+def test_finalizers_and_deletion(srv, admin):
+    base = "/api/v1/namespaces/default/services"
+    svc = {"metadata": {"name": "fin", "finalizers": ["service.kubernetes.io/load-balancer-cleanup"]},
+           "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}}
+    assert admin.request("POST", base, svc)[0] == 201
+    code, _, body = admin.request("DELETE", base + "/fin")
+    assert code == 200
+    assert body["metadata"]["deletionTimestamp"]
+    assert srv.get_object("services", "fin", "default") is not None
+    code, _, body = admin.request("PATCH", base + "/fin",
+                                  {"metadata": {"finalizers": ["x.io/new", "service.kubernetes.io/load-balancer-cleanup"]}},
+                                  ctype=MERGE)
+    assert code == 422
+    code, _, body = admin.request("PATCH", base + "/fin",
+                                  {"metadata": {"finalizers": None}}, ctype=MERGE)
+    assert code == 200
+    assert srv.get_object("services", "fin", "default") is None
+
+
+def test_delete_preconditions_and_status(admin, mk):
+    n = mk("w6")
+    code, _, body = admin.request("DELETE", NODES + "/w6",
+                                  {"preconditions": {"resourceVersion": "1"}})
+    assert code == 409 and "Precondition failed" in body["message"]
+    code, _, body = admin.request("DELETE", NODES + "/w6",
+                                  {"preconditions": {"uid": n["metadata"]["uid"]}})
+    assert code == 200
+    assert body["status"] == "Success"
+    assert body["details"] == {"name": "w6", "kind": "nodes",
+                               "uid": n["metadata"]["uid"]}
+    code, _, body = admin.request("DELETE", NODES + "/w6")
+    assert code == 404 and body["message"] == 'nodes "w6" not found'
+    assert body["details"] == {"name": "w6", "kind": "nodes"}
+
+
+# --------------------------------------------------------------- patches
+
+def test_strategic_merge_collapses_internal_ips(admin, mk):
+    mk("p1", status={"addresses": [{"type": "Hostname", "address": "p1"}]})
+    patch = {"status": {"addresses": [
+        {"type": "InternalIP", "address": "10.0.0.1"},
+        {"type": "InternalIP", "address": "10.0.0.2"},
+        {"type": "Hostname", "address": "p1"}]}}
+    code, _, body = admin.request("PATCH", NODES + "/p1/status", patch, ctype=SMP)
+    assert code == 200
+    assert body["status"]["addresses"] == [
+        {"type": "InternalIP", "address": "10.0.0.2"},
+        {"type": "Hostname", "address": "p1"}]
+    # a merge patch replaces the list whole: both stay
+    code, _, body = admin.request("PATCH", NODES + "/p1/status", patch, ctype=MERGE)
+    assert body["status"]["addresses"] == patch["status"]["addresses"]
+    # merge by type updates in place and keeps the others
+    code, _, body = admin.request("PATCH", NODES + "/p1/status", {"status": {"addresses": [
+        {"type": "ExternalIP", "address": "192.0.2.9"}]}}, ctype=SMP)
+    # (patch items not in the live list go before the server-only ones)
+    assert [a["type"] for a in body["status"]["addresses"]] == [
+        "ExternalIP", "InternalIP", "InternalIP", "Hostname"]
+    # $patch: delete removes every element with the key
+    code, _, body = admin.request("PATCH", NODES + "/p1/status", {"status": {"addresses": [
+        {"type": "InternalIP", "$patch": "delete"}]}}, ctype=SMP)
+    assert [a["type"] for a in body["status"]["addresses"]] == ["ExternalIP", "Hostname"]
+
+
+def test_strategic_merge_field_strategies(admin, mk):
+    mk("p2", metadata={"name": "p2", "finalizers": ["a.io/x"], "labels": {"k": "v"}},
+       spec={"podCIDRs": ["10.244.0.0/24"],
+             "taints": [{"key": "a", "effect": "NoSchedule"},
+                        {"key": "b", "effect": "NoSchedule"}]},
+       status={"conditions": [{"type": "Ready", "status": "False"},
+                              {"type": "NetworkUnavailable", "status": "True"}]})
+    code, _, body = admin.request("PATCH", NODES + "/p2", {
+        "metadata": {"finalizers": ["b.io/y"], "labels": {"n": "1"}},
+        "spec": {"taints": [{"key": "c", "effect": "NoExecute"}]}}, ctype=SMP)
+    assert code == 200, body
+    # normalizeElementOrder puts patch items before server-only ones
+    assert body["metadata"]["finalizers"] == ["b.io/y", "a.io/x"]
+    assert body["metadata"]["labels"] == {"k": "v", "n": "1"}
+    assert body["spec"]["taints"] == [{"key": "c", "effect": "NoExecute"}]
+    code, _, body = admin.request("PATCH", NODES + "/p2/status", {"status": {"conditions": [
+        {"type": "NetworkUnavailable", "status": "False", "reason": "RouteCreated"}]}},
+        ctype=SMP)
+    assert body["status"]["conditions"] == [
+        {"type": "Ready", "status": "False"},
+        {"type": "NetworkUnavailable", "status": "False", "reason": "RouteCreated"}]
+    code, _, body = admin.request("PATCH", NODES + "/p2", {
+        "$deleteFromPrimitiveList/finalizers": ["a.io/x"],
+        "metadata": {"$deleteFromPrimitiveList/finalizers": ["a.io/x"]}}, ctype=SMP)
+    assert body["metadata"]["finalizers"] == ["b.io/y"]
+    # not in the original: the patch value is taken as it is
+    mk("p2b")
+    code, _, body = admin.request("PATCH", NODES + "/p2b/status", {"status": {"addresses": [
+        {"type": "InternalIP", "address": "10.0.0.1"},
+        {"type": "InternalIP", "address": "10.0.0.2"}]}}, ctype=SMP)
+    assert len(body["status"]["addresses"]) == 2
+
+
+def test_strategic_merge_service_ingress_replaced(admin):
+    base = "/api/v1/namespaces/default/services"
+    admin.request("POST", base, {"metadata": {"name": "ing"},
+                                 "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}})
+    p = {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}, {"ip": "192.0.2.2"}]}}}
+    code, _, body = admin.request("PATCH", base + "/ing/status", p, ctype=SMP)
+    assert code == 200, body
+    assert body["status"]["loadBalancer"]["ingress"] == [
+        {"ip": "192.0.2.1", "ipMode": "VIP"}, {"ip": "192.0.2.2", "ipMode": "VIP"}]
+    p = {"status": {"loadBalancer": {"ingress": [{"hostname": "lb.example.com"}]}}}
+    code, _, body = admin.request("PATCH", base + "/ing/status", p, ctype=SMP)
+    assert body["status"]["loadBalancer"]["ingress"] == [{"hostname": "lb.example.com"}]
+
+
+def test_json_patch_test_and_failures(admin, mk):
+    n = mk("p3")
+    rv = n["metadata"]["resourceVersion"]
+    ops = [{"op": "test", "path": "/metadata/resourceVersion", "value": rv},
+           {"op": "add", "path": "/metadata/labels", "value": {"a": "b"}}]
+    code, _, body = admin.request("PATCH", NODES + "/p3", ops, ctype=JSONP)
+    assert code == 200 and body["metadata"]["labels"] == {"a": "b"}
+    code, _, body = admin.request("PATCH", NODES + "/p3", ops, ctype=JSONP)
+    assert code == 422 and status_keys(body) == ("Invalid", 422)
+    assert body["message"] == "the server rejected our request due to an error in our request"
+    assert body["details"]["causes"][0]["message"] == \
+        "testing value /metadata/resourceVersion failed: test failed"
+    code, _, body = admin.request("PATCH", NODES + "/p3",
+                                  [{"op": "remove", "path": "/spec/nothing"}], ctype=JSONP)
+    assert code == 422
+
+
+def test_patch_resource_version_precondition(admin, mk):
+    n = mk("p4")
+    rv = n["metadata"]["resourceVersion"]
+    code, _, body = admin.request("PATCH", NODES + "/p4", {
+        "metadata": {"resourceVersion": rv, "labels": {"x": "1"}}}, ctype=MERGE)
+    assert code == 200
+    code, _, body = admin.request("PATCH", NODES + "/p4", {
+        "metadata": {"resourceVersion": rv, "labels": {"x": "2"}}}, ctype=MERGE)
+    assert code == 409 and body["reason"] == "Conflict"
+    code, _, body = admin.request("PATCH", NODES + "/p4", {
+        "metadata": {"uid": "other", "labels": {"x": "2"}}}, ctype=SMP)
+    assert code == 409 and "Precondition failed: UID in precondition: other" in body["message"]
+
+
+def test_patch_media_types(admin, mk):
+    mk("p5")
+    code, _, body = admin.request("PATCH", NODES + "/p5", b"metadata: {}",
+                                  ctype="application/apply-patch+yaml")
+    assert code == 415 and status_keys(body) == ("UnsupportedMediaType", 415)
+    code, _, body = admin.request("PATCH", NODES + "/p5", {}, ctype="application/json")
+    assert code == 415
+
+
+# ------------------------------------------------------------ validation
+
+def test_label_and_annotation_validation(admin):
+    code, _, body = admin.request("POST", NODES, node("v1", metadata={
+        "name": "v1", "labels": {"bad key!": "x", "ok": "bad value!"}}))
+    assert code == 422
+    fields = [(c["field"], c["message"]) for c in body["details"]["causes"]]
+    assert ("metadata.labels", 'Invalid value: "bad key!": name part must consist '
+            "of alphanumeric characters, '-', '_' or '.', and must start and end "
+            "with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+            "'123-abc', regex used for validation is "
+            "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')") in fields
+    assert any(f == "metadata.labels" and m.startswith('Invalid value: "bad value!": a valid label')
+               for f, m in fields)
+    big = {"a": "x" * (256 * 1024)}
+    code, _, body = admin.request("POST", NODES, node("v1", metadata={
+        "name": "v1", "annotations": big}))
+    assert code == 422
+    assert body["details"]["causes"][0] == {
+        "reason": "FieldValueTooLong", "field": "metadata.annotations",
+        "message": "Too long: may not be more than 262144 bytes"}
+
+
+def test_taint_validation_paths(admin, mk):
+    code, _, body = admin.request("POST", NODES, node("v2", spec={"taints": [
+        {"key": "a", "effect": "Bogus"}, {"key": "b", "effect": "NoSchedule"},
+        {"key": "b", "effect": "NoSchedule"}]}))
+    assert code == 422
+    causes = body["details"]["causes"]
+    assert causes[0] == {
+        "reason": "FieldValueNotSupported", "field": "metadata.taints[0].effect",
+        "message": 'Unsupported value: "Bogus": supported values: "NoSchedule", '
+                   '"PreferNoSchedule", "NoExecute"'}
+    assert causes[1]["field"] == "metadata.taints[2]"
+    assert causes[1]["reason"] == "FieldValueDuplicate"
+    assert causes[1]["message"].endswith("taints must be unique by key and effect pair")
+    assert body["message"].startswith('Node "v2" is invalid: [metadata.taints[0].effect: ')
+
+
+def test_node_immutable_fields(admin, mk):
+    mk("v3", spec={"podCIDRs": ["10.244.3.0/24"]})
+    code, _, body = admin.request("PATCH", NODES + "/v3", {"spec": {"providerID": "aws:///i-1"}},
+                                  ctype=MERGE)
+    assert code == 200
+    code, _, body = admin.request("PATCH", NODES + "/v3", {"spec": {"providerID": "aws:///i-2"}},
+                                  ctype=MERGE)
+    assert code == 422
+    assert body["message"] == ('Node "v3" is invalid: spec.providerID: Forbidden: node '
+                               'updates may not change providerID except from "" to valid')
+    code, _, body = admin.request("PATCH", NODES + "/v3", {"spec": {"podCIDRs": ["10.244.9.0/24"]}},
+                                  ctype=MERGE)
+    assert code == 422
+    assert body["details"]["causes"][0]["field"] == "spec.podCIDRs"
+
+
+def test_service_ingress_validation(admin):
+    base = "/api/v1/namespaces/default/services"
+    admin.request("POST", base, {"metadata": {"name": "iv"},
+                                 "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}})
+    admin.request("POST", base, {"metadata": {"name": "civ"},
+                                 "spec": {"ports": [{"port": 80}]}})
+    cases = [
+        ("iv", {"ip": "not-an-ip"}, "status.loadBalancer.ingress[0].ip"),
+        ("iv", {"hostname": "192.0.2.1"}, "status.loadBalancer.ingress[0].hostname"),
+        ("iv", {"hostname": "Bad_Name"}, "status.loadBalancer.ingress[0].hostname"),
+        ("iv", {"ip": "192.0.2.1", "ipMode": "Other"}, "status.loadBalancer.ingress[0].ipMode"),
+        ("civ", {"ip": "192.0.2.1"}, "status.loadBalancer.ingress"),
+    ]
+    for name, ing, field in cases:
+        code, _, body = admin.request("PATCH", base + "/%s/status" % name,
+                                      {"status": {"loadBalancer": {"ingress": [ing]}}},
+                                      ctype=MERGE)
+        assert code == 422, (ing, body)
+        assert body["details"]["causes"][0]["field"] == field
+    code, _, body = admin.request("PATCH", base + "/civ/status",
+                                  {"status": {"loadBalancer": {"ingress": [{"ip": "192.0.2.1"}]}}},
+                                  ctype=MERGE)
+    assert body["details"]["causes"][0]["message"] == \
+        "Forbidden: may only be used when `spec.type` is 'LoadBalancer'"
+
+
+def test_unknown_fields_and_types(admin):
+    code, r, body = admin.request("POST", NODES, node("v4", spec={"x": 1, "taints": [
+        {"key": "k", "effect": "NoSchedule", "y": 2}]}))
+    assert code == 201
+    warnings = r.msg.get_all("Warning")
+    assert '299 - "unknown field \\"spec.taints[0].y\\""' in warnings
+    assert '299 - "unknown field \\"spec.x\\""' in warnings
+    assert "x" not in body["spec"]
+    code, _, body = admin.request("POST", NODES + "?fieldValidation=Strict",
+                                  node("v5", spec={"x": 1}))
+    assert code == 400 and 'unknown field "spec.x"' in body["message"]
+    code, _, body = admin.request("POST", "/api/v1/namespaces/default/services", {
+        "metadata": {"name": "t1"}, "spec": {"ports": [{"port": "80"}]}})
+    assert code == 400
+    assert body["message"] == (
+        'Service in version "v1" cannot be handled as a Service: json: cannot '
+        'unmarshal string into Go struct field ServicePort.spec.ports.port of type int32')
+
+
+def test_time_normalized(admin):
+    code, _, body = admin.request("POST", NODES, node("v6", status={"conditions": [
+        {"type": "Ready", "status": "True",
+         "lastHeartbeatTime": "2026-11-21T09:00:00.123+01:00"}]}))
+    assert body["status"]["conditions"][0]["lastHeartbeatTime"] == "2026-11-21T08:00:00Z"
+
+
+def test_events_k8s_io_require_microtime(admin):
+    base = "/apis/events.k8s.io/v1/namespaces/default/events"
+    ev = {"metadata": {"name": "e1"}, "eventTime": "2026-11-21T08:00:00.000000Z",
+          "reportingController": "bootccm", "reportingInstance": "bootccm-x",
+          "action": "Sync", "reason": "Synced", "type": "Normal",
+          "regarding": {"kind": "Node", "name": "n"}, "note": "hi"}
+    code, _, body = admin.request("POST", base, ev)
+    assert code == 201, body
+    ev["metadata"]["name"] = "e2"
+    ev["eventTime"] = "2026-11-21T08:00:00Z"
+    code, _, body = admin.request("POST", base, ev)
+    assert code == 400
+    code, _, body = admin.request("POST", "/api/v1/namespaces/default/events", {
+        "metadata": {"name": "ce1"}, "involvedObject": {"kind": "Node", "name": "n"},
+        "reason": "X", "message": "m", "type": "Normal",
+        "firstTimestamp": "2026-11-21T08:00:00Z", "count": 1,
+        "source": {"component": "bootccm"}})
+    assert code == 201, body
+
+
+# ------------------------------------------------------------ list/watch
+
+def test_list_shape_and_resource_version_zero(srv, admin):
+    for i in range(4):
+        srv.create_object({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "l%d" % i, "namespace": "kube-public"}})
+    code, _, body = admin.get("/api/v1/namespaces/kube-public/configmaps?limit=2")
+    assert body["kind"] == "ConfigMapList" and body["apiVersion"] == "v1"
+    assert len(body["items"]) == 2 and body["metadata"]["continue"]
+    assert body["metadata"]["remainingItemCount"] == 2
+    assert "kind" not in body["items"][0] and "apiVersion" not in body["items"][0]
+    code, _, body = admin.get("/api/v1/namespaces/kube-public/configmaps?limit=2&resourceVersion=0")
+    assert len(body["items"]) == 4 and "continue" not in body["metadata"]
+
+
+def test_continue_is_consistent_then_expires(srv, admin):
+    for i in range(3):
+        srv.create_object({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "c%d" % i, "namespace": "kube-node-lease"}})
+    path = "/api/v1/namespaces/kube-node-lease/configmaps?limit=1"
+    code, _, p1 = admin.get(path)
+    srv.create_object({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "c11", "namespace": "kube-node-lease"}})
+    srv.delete_object("configmaps", "c2", "kube-node-lease")
+    tok = p1["metadata"]["continue"]
+    code, _, p2 = admin.get(path + "&continue=" + tok)
+    assert [i["metadata"]["name"] for i in p2["items"]] == ["c1"]
+    assert p2["metadata"]["resourceVersion"] == p1["metadata"]["resourceVersion"]
+    code, _, p3 = admin.get(path + "&continue=" + p2["metadata"]["continue"])
+    assert [i["metadata"]["name"] for i in p3["items"]] == ["c2"]  # as of page 1
+    assert "continue" not in p3["metadata"]
+    srv.compact()
+    code, _, body = admin.get(path + "&continue=" + p2["metadata"]["continue"])
+    assert code == 410 and body["reason"] == "Expired"
+    assert body["message"].startswith("The provided continue parameter is too old")
+    fresh = body["metadata"]["continue"]
+    code, _, body = admin.get(path + "&continue=" + fresh)
+    assert code == 200
+
+
+def read_events(admin, path):
+    code, r, body = admin.get(path)
+    assert code == 200
+    if not body:
+        return []
+    if isinstance(body, dict):
+        return [body]
+    return [json.loads(x) for x in body.splitlines() if x.strip()]
+
+
+def test_watch_events_selectors_and_bookmarks(srv, admin):
+    srv.create_object(node("wa", metadata={"name": "wa", "labels": {"role": "x"}}))
+    rv = admin.get(NODES)[2]["metadata"]["resourceVersion"]
+    admin.request("PATCH", NODES + "/wa", {"metadata": {"labels": {"role": "y"}}}, ctype=MERGE)
+    admin.request("PATCH", NODES + "/wa", {"metadata": {"labels": {"role": "x"}}}, ctype=MERGE)
+    admin.request("DELETE", NODES + "/wa")
+    evs = read_events(admin, NODES + "?watch=true&resourceVersion=%s&labelSelector=role%%3Dx"
+                      "&timeoutSeconds=1&allowWatchBookmarks=true" % rv)
+    kinds = [(e["type"], e["object"]["metadata"].get("labels")) for e in evs
+             if e["type"] != "BOOKMARK"]
+    assert kinds == [("DELETED", {"role": "x"}), ("ADDED", {"role": "x"}),
+                     ("DELETED", {"role": "x"})]
+    assert all(e["object"]["kind"] == "Node" and e["object"]["apiVersion"] == "v1"
+               for e in evs)
+    bms = [e for e in evs if e["type"] == "BOOKMARK"]
+    assert bms and set(bms[0]["object"]["metadata"]) <= {"resourceVersion", "creationTimestamp"}
+    assert int(bms[-1]["object"]["metadata"]["resourceVersion"]) >= int(evs[2]["object"]["metadata"]["resourceVersion"])
+
+
+def test_watch_without_rv_starts_with_state(srv, admin):
+    srv.create_object(node("wb"))
+    evs = read_events(admin, NODES + "?watch=1&timeoutSeconds=1&fieldSelector=metadata.name%3Dwb")
+    assert [e["type"] for e in evs] == ["ADDED"]
+
+
+def test_watch_too_old_gives_error_event(srv, admin):
+    rv = int(admin.get(NODES)[2]["metadata"]["resourceVersion"])
+    srv.create_object(node("wc"))
+    c = srv.compact()
+    t = time.time()
+    evs = read_events(admin, NODES + "?watch=1&resourceVersion=%d&timeoutSeconds=5" % rv)
+    assert time.time() - t < 2
+    assert evs == [{"type": "ERROR", "object": {
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": "too old resource version: %d (%d)" % (rv, c),
+        "reason": "Expired", "code": 410}}]
+
+
+def test_field_selector_unsupported(admin):
+    code, _, body = admin.get(NODES + "?fieldSelector=spec.providerID%3Dx")
+    assert code == 400 and body["message"] == "field label not supported: spec.providerID"
+
+
+def test_watch_ends_on_stop_and_outage(srv, admin):
+    import threading
+    out = {}
+
+    def run():
+        try:
+            out["evs"] = read_events(admin, NODES + "?watch=1&timeoutSeconds=30&resourceVersion=%d"
+                                     % srv.resource_version)
+        except Exception as e:  # noqa: BLE001
+            out["err"] = e
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.2)
+    srv.outage(0.2, "reset")
+    t.join(5)
+    assert not t.is_alive()
+    assert "err" in out
+    time.sleep(0.3)
