@@ -1,0 +1,1 @@
+"""Fake instance metadata services, DMI trees and config drive for tests."""
