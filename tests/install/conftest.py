@@ -1,0 +1,79 @@
+"""Fixtures for tests/install: the npm packages of the Kubernetes schema
+validator, and a static binary to stand for bootccm.
+
+Run with Debian's Python: /usr/bin/python3 -m pytest tests/install
+BOOTCCM=/path/to/bootccm selects the bootccm binary the image and installer
+tests use; without it they build a tiny static stand-in with musl-gcc.
+"""
+
+import os
+import pathlib
+
+import pytest
+
+from helpers import HERE, require_tool, run
+
+NPM_PACKAGES = ("kubernetes-models", "typescript", "yaml")
+
+
+@pytest.fixture(scope="session")
+def node_modules():
+    """tests/install/node_modules, installed with `npm ci` from
+    package-lock.json when missing or older than the lock file."""
+    require_tool("node", "nodejs")
+    nm = HERE / "node_modules"
+    stamp = nm / ".package-lock.json"
+    lock = HERE / "package-lock.json"
+    fresh = stamp.exists() and stamp.stat().st_mtime >= lock.stat().st_mtime
+    if not fresh or not all((nm / p / "package.json").exists() for p in NPM_PACKAGES):
+        npm = require_tool("npm", "nodejs")
+        run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE, timeout=600)
+    for p in NPM_PACKAGES:
+        if not (nm / p / "package.json").exists():
+            pytest.fail(f"npm ci did not install {p} into {nm}", pytrace=False)
+    return nm
+
+
+STAND_IN_VERSION = "bootccm v0.0.0-stand-in"
+
+STAND_IN_C = r"""
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv)
+{
+	if (argc > 1 && strcmp(argv[1], "--version") == 0) {
+		puts("%s");
+		return 0;
+	}
+	if (argc > 2 && strcmp(argv[1], "metadata") == 0 &&
+	    strcmp(argv[2], "--format=kubelet-flags") == 0) {
+		puts("--provider-id=aws:///eu-west-1a/i-0abc --node-ip=10.0.0.5 "
+		     "--node-labels=topology.kubernetes.io/zone=eu-west-1a");
+		return 0;
+	}
+	return 1;
+}
+""" % STAND_IN_VERSION
+
+
+class Binary:
+    """A bootccm binary: the real one (BOOTCCM) or the static stand-in."""
+
+    def __init__(self, path, real):
+        self.path = pathlib.Path(path)
+        self.real = real
+
+
+@pytest.fixture(scope="session")
+def bootccm_binary(tmp_path_factory):
+    env = os.environ.get("BOOTCCM")
+    if env:
+        path = pathlib.Path(env)
+        if not path.is_file() or not os.access(path, os.X_OK):
+            pytest.fail(f"BOOTCCM={env} is not an executable file", pytrace=False)
+        return Binary(path.resolve(), True)
+    cc = require_tool("musl-gcc", "musl-tools")
+    d = tmp_path_factory.mktemp("stand-in")
+    (d / "bootccm.c").write_text(STAND_IN_C)
+    run([cc, "-static", "-Os", "-o", d / "bootccm", d / "bootccm.c"])
+    return Binary(d / "bootccm", False)

@@ -1,0 +1,422 @@
+"""kubeadm/install-bootccm.sh, run into a temporary --root before the API
+server exists: what it creates, with which modes, what the kubeconfig says,
+that a second run changes nothing, and its errors."""
+
+import base64
+import os
+import shutil
+import subprocess
+
+import pytest
+import yaml
+
+from helpers import (CCM_USER, INSTALL, STATIC_POD, load_yaml_docs, make_ca, mode,
+                     require_tool, run, snapshot, validate_k8s)
+
+KUBECONFIG = "etc/kubernetes/cloud-controller-manager.conf"
+MANIFEST = "etc/kubernetes/manifests/bootccm.yaml"
+CLOUD_CONFIG = "etc/kubernetes/bootccm/cloud-config.yaml"
+BINARY = "usr/local/bin/bootccm"
+
+# Tools the script may use; tests that hide kubeadm/kubectl run it with a
+# PATH of only these.
+SCRIPT_TOOLS = ("sh", "dirname", "basename", "pwd", "mktemp", "rm", "cat", "awk", "tr",
+                "stat", "cmp", "cp", "chmod", "mv", "mkdir", "base64", "openssl", "grep",
+                "date", "sleep")
+
+
+def install(root, *args, check=True, env=None):
+    return run(["sh", INSTALL, "--root", root, *args], check=check, env=env)
+
+
+def install_ok(root, binary, *args):
+    return install(root, "--binary", binary.path, "--no-wait", *args)
+
+
+def minimal_path(tmp_path, extra=None):
+    """A PATH holding only SCRIPT_TOOLS, plus EXTRA {name: script text}."""
+    d = tmp_path / "bin"
+    d.mkdir(exist_ok=True)
+    for t in SCRIPT_TOOLS:
+        src = require_tool(t, "coreutils" if t != "openssl" else "openssl")
+        if not (d / t).exists():
+            (d / t).symlink_to(src)
+    for name, text in (extra or {}).items():
+        (d / name).write_text(text)
+        (d / name).chmod(0o755)
+    return dict(os.environ, PATH=str(d))
+
+
+def kubeconfig_parts(root):
+    kc = yaml.safe_load((root / KUBECONFIG).read_text())
+    cluster = kc["clusters"][0]["cluster"]
+    user = kc["users"][0]["user"]
+    ctx = next(c for c in kc["contexts"] if c["name"] == kc["current-context"])["context"]
+    return kc, cluster, user, ctx
+
+
+def openssl(*args, input_bytes=None):
+    exe = require_tool("openssl", "openssl")
+    proc = subprocess.run([exe, *map(str, args)], input=input_bytes, capture_output=True)
+    assert proc.returncode == 0, proc.stderr.decode()
+    return proc.stdout.decode()
+
+
+@pytest.fixture(scope="module")
+def shared_ca(tmp_path_factory):
+    """One CA for the tests that do not care which (RSA keys are slow)."""
+    return make_ca(tmp_path_factory.mktemp("ca"))
+
+
+@pytest.fixture
+def root(tmp_path, shared_ca):
+    """An empty root holding only the cluster CA."""
+    r = tmp_path / "root"
+    pki = r / "etc/kubernetes/pki"
+    pki.mkdir(parents=True)
+    for f in ("ca.crt", "ca.key"):
+        shutil.copy2(shared_ca / f, pki / f)
+    return r
+
+
+def test_help():
+    proc = run(["sh", INSTALL, "--help"])
+    for opt in ("--root", "--bind-port", "--cloud-provider", "--cloud-config", "--dry-run",
+                "--binary", "--manifest", "--no-wait", "--render-kubeadm-config"):
+        assert opt in proc.stdout
+
+
+def test_dry_run_prints_every_action_and_changes_nothing(root, bootccm_binary):
+    before = snapshot(root)
+    proc = install(root, "--dry-run", "--binary", bootccm_binary.path, "--no-wait")
+    assert snapshot(root) == before
+    out = proc.stdout
+    for what in (f"would create {root}/{KUBECONFIG}", f"would install bootccm binary ({root}/{BINARY}",
+                 f"would install static pod manifest ({root}/{MANIFEST}",
+                 f"would install empty cloud config ({root}/{CLOUD_CONFIG}",
+                 "dry run: 6 change(s) would be made"):
+        assert what in out, out
+
+
+def test_dry_run_without_a_ca_says_it_would_create_one(tmp_path, bootccm_binary):
+    r = tmp_path / "r"
+    r.mkdir()
+    fake = "#!/bin/sh\necho kubeadm must not run in a dry run >&2\nexit 1\n"
+    proc = install(r, "--dry-run", "--binary", bootccm_binary.path, "--no-wait",
+                   env=minimal_path(tmp_path, {"kubeadm": fake}))
+    assert "would create the cluster CA: kubeadm init phase certs ca --cert-dir" in proc.stdout
+    assert list(r.iterdir()) == []
+
+
+def test_install_into_root_before_the_api_server_exists(root, bootccm_binary):
+    proc = install_ok(root, bootccm_binary)
+    assert "RBAC not applied (--no-wait)" in proc.stdout
+    assert mode(root / KUBECONFIG) == 0o600
+    assert mode(root / MANIFEST) == 0o600
+    assert mode(root / "etc/kubernetes/manifests") == 0o700
+    assert mode(root / CLOUD_CONFIG) == 0o600
+    assert mode(root / "etc/kubernetes/bootccm") == 0o700
+    assert mode(root / BINARY) == 0o755
+    assert (root / BINARY).read_bytes() == bootccm_binary.path.read_bytes()
+    assert yaml.safe_load((root / CLOUD_CONFIG).read_text()) == {}
+    assert not any(p.name.startswith(".") for p in root.rglob("*")), "temporary files left"
+
+
+def test_kubeconfig(root, bootccm_binary):
+    install_ok(root, bootccm_binary)
+    kc, cluster, user, ctx = kubeconfig_parts(root)
+    assert kc["apiVersion"] == "v1" and kc["kind"] == "Config"
+    assert cluster["server"] == "https://127.0.0.1:6443"
+    assert cluster["tls-server-name"] == "kubernetes"
+    assert ctx["user"] == CCM_USER == kc["users"][0]["name"]
+    ca = root / "etc/kubernetes/pki/ca.crt"
+    assert base64.b64decode(cluster["certificate-authority-data"]) == ca.read_bytes()
+    cert = base64.b64decode(user["client-certificate-data"])
+    key = base64.b64decode(user["client-key-data"])
+    (root.parent / "c.crt").write_bytes(cert)
+    assert openssl("x509", "-noout", "-subject", "-nameopt", "RFC2253", "-in",
+                   root.parent / "c.crt").strip() == f"subject=CN={CCM_USER}"
+    assert openssl("verify", "-CAfile", ca, "-purpose", "sslclient",
+                   root.parent / "c.crt").strip().endswith("OK")
+    text = openssl("x509", "-noout", "-text", "-in", root.parent / "c.crt")
+    assert "TLS Web Client Authentication" in text
+    assert "CA:FALSE" in text
+    pub_cert = openssl("x509", "-noout", "-pubkey", "-in", root.parent / "c.crt")
+    pub_key = openssl("pkey", "-pubout", input_bytes=key)
+    assert pub_cert == pub_key
+    # Valid for a year, more than the 30-day renewal margin.
+    openssl("x509", "-noout", "-checkend", str(300 * 86400), "-in", root.parent / "c.crt")
+
+
+def test_second_run_is_idempotent(root, bootccm_binary):
+    install_ok(root, bootccm_binary)
+    before = snapshot(root)
+    proc = install_ok(root, bootccm_binary)
+    assert snapshot(root) == before
+    assert "nothing changed" in proc.stdout
+    assert proc.stdout.count("unchanged:") == 5
+
+
+def test_manifest_is_the_template_with_this_installations_values(root, bootccm_binary, node_modules):
+    install_ok(root, bootccm_binary, "--image", "registry.internal/bootccm:v9.9.9",
+               "--cloud-provider", "hcloud", "--extra-arg", "--cluster-cidr=10.244.0.0/16",
+               "--extra-arg=--configure-cloud-routes=true")
+    pod = load_yaml_docs(root / MANIFEST)[0]
+    tmpl = load_yaml_docs(STATIC_POD / "bootccm.yaml")[0]
+    c, t = pod["spec"]["containers"][0], tmpl["spec"]["containers"][0]
+    assert c["image"] == "registry.internal/bootccm:v9.9.9"
+    i = t["command"].index("--cloud-provider=metadata")
+    t["command"][i] = "--cloud-provider=hcloud"
+    t["command"] += ["--cluster-cidr=10.244.0.0/16", "--configure-cloud-routes=true"]
+    t["image"] = c["image"]
+    assert pod == tmpl
+    rc, lines, summary = validate_k8s(node_modules, root / MANIFEST)
+    assert rc == 0 and summary == {"checked": 1, "failed": 0}, lines
+
+
+def test_image_tag_defaults_to_the_binary_version(root, bootccm_binary):
+    install_ok(root, bootccm_binary)
+    image = load_yaml_docs(root / MANIFEST)[0]["spec"]["containers"][0]["image"]
+    if not bootccm_binary.real:
+        assert image == "bootccm:v0.0.0-stand-in"
+    else:
+        assert image.startswith("bootccm:") and image != "bootccm:VERSION"
+
+
+def test_hostbinary_manifest(root, bootccm_binary, node_modules):
+    install_ok(root, bootccm_binary, "--manifest", "hostbinary",
+               "--pause-image", "registry.internal/pause:3.10")
+    pod = load_yaml_docs(root / MANIFEST)[0]
+    c = pod["spec"]["containers"][0]
+    assert c["image"] == "registry.internal/pause:3.10"
+    assert c["command"][0] == "/usr/local/bin/bootccm"
+    rc, lines, summary = validate_k8s(node_modules, root / MANIFEST)
+    assert rc == 0, lines
+
+
+def test_hostbinary_needs_the_binary(root):
+    proc = install(root, "--manifest", "hostbinary", "--no-wait", check=False)
+    assert proc.returncode == 1
+    assert "--binary" in proc.stderr and "usr/local/bin/bootccm" in proc.stderr
+    assert not (root / MANIFEST).exists()
+
+
+def test_cloud_config_is_installed_0600(root, bootccm_binary, tmp_path):
+    cc = tmp_path / "cc.yaml"
+    cc.write_text("token: secret\n")
+    cc.chmod(0o644)
+    install_ok(root, bootccm_binary, "--cloud-config", cc)
+    assert (root / CLOUD_CONFIG).read_text() == "token: secret\n"
+    assert mode(root / CLOUD_CONFIG) == 0o600
+    proc = install_ok(root, bootccm_binary, "--cloud-config", cc)
+    assert "nothing changed" in proc.stdout
+
+
+def test_existing_cloud_config_is_kept(root, bootccm_binary):
+    p = root / CLOUD_CONFIG
+    p.parent.mkdir(parents=True)
+    p.write_text("inventory: /etc/x\n")
+    install_ok(root, bootccm_binary)
+    assert p.read_text() == "inventory: /etc/x\n"
+
+
+def test_bind_port_and_replacing_a_kubeconfig_that_no_longer_fits(root, bootccm_binary):
+    install_ok(root, bootccm_binary)
+    first = (root / KUBECONFIG).read_bytes()
+    proc = install_ok(root, bootccm_binary, "--bind-port", "7443")
+    assert "its server is 'https://127.0.0.1:6443', not https://127.0.0.1:7443" in proc.stdout
+    assert kubeconfig_parts(root)[1]["server"] == "https://127.0.0.1:7443"
+    assert (root / (KUBECONFIG + ".old")).read_bytes() == first
+    assert mode(root / (KUBECONFIG + ".old")) == 0o600
+    assert mode(root / KUBECONFIG) == 0o600
+
+
+def test_kubeconfig_for_another_ca_is_replaced(root, bootccm_binary):
+    install_ok(root, bootccm_binary)
+    pki = root / "etc/kubernetes/pki"
+    for f in ("ca.crt", "ca.key"):
+        (pki / f).unlink()
+    make_ca(root)
+    proc = install_ok(root, bootccm_binary)
+    assert "is not " in proc.stdout and "ca.crt" in proc.stdout
+    cluster = kubeconfig_parts(root)[1]
+    assert base64.b64decode(cluster["certificate-authority-data"]) == (pki / "ca.crt").read_bytes()
+
+
+def test_kubeconfig_mode_is_repaired(root, bootccm_binary):
+    install_ok(root, bootccm_binary)
+    (root / KUBECONFIG).chmod(0o644)
+    proc = install_ok(root, bootccm_binary)
+    assert "set mode 600" in proc.stdout
+    assert mode(root / KUBECONFIG) == 0o600
+
+
+def test_missing_ca_without_kubeadm_is_a_clear_error(tmp_path, bootccm_binary):
+    r = tmp_path / "r"
+    r.mkdir()
+    proc = install(r, "--binary", bootccm_binary.path, "--no-wait", check=False,
+                   env=minimal_path(tmp_path))
+    assert proc.returncode == 1
+    assert "ca.crt" in proc.stderr and "kubeadm is not installed" in proc.stderr
+    assert list(r.iterdir()) == []
+
+
+def test_missing_ca_is_created_with_kubeadm(tmp_path, bootccm_binary):
+    r = tmp_path / "r"
+    r.mkdir()
+    log = tmp_path / "kubeadm.log"
+    openssl_path = require_tool("openssl", "openssl")
+    # A kubeadm that records its arguments and makes a CA like
+    # `kubeadm init phase certs ca --cert-dir DIR` does.
+    fake = f"""#!/bin/sh
+printf "%s\n" "$*" >>{log}
+[ "$1 $2 $3 $4 $5" = "init phase certs ca --cert-dir" ] || exit 3
+mkdir -p "$6"
+{openssl_path} req -x509 -newkey rsa:2048 -nodes -keyout "$6/ca.key" -out "$6/ca.crt" \\
+  -days 3650 -subj /CN=kubernetes -addext basicConstraints=critical,CA:TRUE \\
+  -addext keyUsage=critical,keyCertSign,digitalSignature 2>/dev/null
+"""
+    env = minimal_path(tmp_path, {"kubeadm": fake})
+    proc = install(r, "--binary", bootccm_binary.path, "--no-wait", env=env)
+    assert log.read_text() == f"init phase certs ca --cert-dir {r}/etc/kubernetes/pki\n"
+    assert "creating a new cluster CA" in proc.stderr
+    assert (r / KUBECONFIG).exists()
+    proc = install(r, "--binary", bootccm_binary.path, "--no-wait", env=env)
+    assert "nothing changed" in proc.stdout
+    assert len(log.read_text().splitlines()) == 1
+
+
+def test_kubeadm_config_is_passed_to_kubeadm(tmp_path, bootccm_binary):
+    r = tmp_path / "r"
+    r.mkdir()
+    cfg = tmp_path / "init.yaml"
+    cfg.write_text("apiVersion: kubeadm.k8s.io/v1beta4\nkind: InitConfiguration\n")
+    log = tmp_path / "kubeadm.log"
+    fake = f'#!/bin/sh\nprintf "%s\\n" "$*" >>{log}\n'
+    proc = install(r, "--binary", bootccm_binary.path, "--no-wait", "--kubeadm-config", cfg,
+                   check=False, env=minimal_path(tmp_path, {"kubeadm": fake}))
+    assert log.read_text() == f"init phase certs ca --config {cfg}\n"
+    # This kubeadm made no CA: the script must notice.
+    assert proc.returncode == 1 and "did not create" in proc.stderr
+
+
+def test_no_create_ca(tmp_path, bootccm_binary):
+    r = tmp_path / "r"
+    r.mkdir()
+    proc = install(r, "--binary", bootccm_binary.path, "--no-wait", "--no-create-ca", check=False)
+    assert proc.returncode == 1
+    assert "after 'kubeadm join --control-plane'" in proc.stderr
+
+
+def test_ca_without_its_key(tmp_path, bootccm_binary):
+    r = tmp_path / "r"
+    make_ca(r)
+    (r / "etc/kubernetes/pki/ca.key").unlink()
+    proc = install(r, "--binary", bootccm_binary.path, "--no-wait", check=False)
+    assert proc.returncode == 1 and "ca.key does not" in proc.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--cloud-provider", "aws"], "--cloud-provider must be metadata, static or hcloud"),
+    (["--bind-port", "0"], "--bind-port must be a port number"),
+    (["--bind-port", "x"], "--bind-port must be a port number"),
+    (["--manifest", "daemonset"], "--manifest must be static, hostbinary or a file path"),
+    (["--frobnicate"], "unknown argument '--frobnicate'"),
+    (["--binary"], "--binary needs a value"),
+    (["--extra-arg", "cluster-cidr=x"], "must be a flag starting with --"),
+    (["--image", "bad image"], "is not an image reference"),
+    (["--cloud-config", "/nonexistent/cc.yaml"], "cloud config not found: /nonexistent/cc.yaml"),
+])
+def test_bad_options_are_clear_errors(root, bootccm_binary, args, message):
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", *args, check=False)
+    assert proc.returncode != 0
+    assert message in proc.stderr
+
+
+def test_missing_binary_is_named(root):
+    proc = install(root, "--binary", "/nonexistent/bootccm", "--image", "bootccm:v1",
+                   "--no-wait", check=False)
+    assert proc.returncode == 1 and "/nonexistent/bootccm" in proc.stderr
+
+
+def test_rbac_waits_until_admin_conf_exists(root, bootccm_binary):
+    proc = install(root, "--binary", bootccm_binary.path)
+    assert "RBAC not applied: no " in proc.stdout and "admin.conf yet" in proc.stdout
+
+
+def fake_kubectl(log, ready):
+    return f"""#!/bin/sh
+printf "%s\n" "$*" >>{log}
+case "$*" in
+*"get --raw /readyz"*) {"exit 0" if ready else "exit 1"} ;;
+*"apply -f"*) echo "clusterrole.rbac.authorization.k8s.io/system:cloud-controller-manager created" ;;
+esac
+"""
+
+
+def test_rbac_is_applied_once_the_api_server_answers(root, bootccm_binary, tmp_path):
+    admin = root / "etc/kubernetes/admin.conf"
+    admin.write_text("apiVersion: v1\nkind: Config\n")
+    log = tmp_path / "kubectl.log"
+    env = minimal_path(tmp_path, {"kubectl": fake_kubectl(log, True)})
+    proc = install(root, "--binary", bootccm_binary.path, env=env)
+    calls = log.read_text().splitlines()
+    assert calls[0] == f"--kubeconfig {admin} --request-timeout=5s get --raw /readyz"
+    assert calls[-1] == f"--kubeconfig {admin} apply -f {STATIC_POD / 'rbac.yaml'}"
+    assert "created" in proc.stdout
+
+
+def test_rbac_wait_is_bounded(root, bootccm_binary, tmp_path):
+    (root / "etc/kubernetes/admin.conf").write_text("apiVersion: v1\nkind: Config\n")
+    log = tmp_path / "kubectl.log"
+    env = minimal_path(tmp_path, {"kubectl": fake_kubectl(log, False)})
+    proc = install(root, "--binary", bootccm_binary.path, "--wait-timeout", "0", env=env,
+                   check=False)
+    assert proc.returncode == 1
+    assert "did not answer within 0s: RBAC not applied (everything else is installed)" in proc.stderr
+    assert "apply" not in log.read_text()
+    assert (root / MANIFEST).exists()
+
+
+def test_rbac_without_kubectl_is_a_clear_error(root, bootccm_binary, tmp_path):
+    (root / "etc/kubernetes/admin.conf").write_text("apiVersion: v1\nkind: Config\n")
+    proc = install(root, "--binary", bootccm_binary.path, env=minimal_path(tmp_path), check=False)
+    assert proc.returncode == 1 and "kubectl is not installed" in proc.stderr
+
+
+def test_image_archive_needs_ctr(root, bootccm_binary, tmp_path):
+    archive = tmp_path / "img.tar"
+    archive.write_bytes(b"x")
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", "--image-archive", archive,
+                   env=minimal_path(tmp_path), check=False)
+    assert proc.returncode == 1 and "ctr is not installed" in proc.stderr
+
+
+def test_image_archive_is_imported_into_containerd(root, bootccm_binary, tmp_path):
+    archive = tmp_path / "img.tar"
+    archive.write_bytes(b"x")
+    log = tmp_path / "ctr.log"
+    state = tmp_path / "imported"
+    fake = f"""#!/bin/sh
+printf "%s\n" "$*" >>{log}
+case "$*" in
+*"images import"*) : >{state} ;;
+*"images ls"*) [ -f {state} ] && echo docker.io/library/bootccm:v1.2.3 ;;
+esac
+exit 0
+"""
+    env = minimal_path(tmp_path, {"ctr": fake})
+    install(root, "--binary", bootccm_binary.path, "--no-wait", "--image", "bootccm:v1.2.3",
+            "--image-archive", archive, env=env)
+    assert f"-n k8s.io images import {archive}" in log.read_text()
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", "--image", "bootccm:v1.2.3",
+                   "--image-archive", archive, env=env)
+    assert "unchanged: image docker.io/library/bootccm:v1.2.3 is in containerd" in proc.stdout
+    assert "nothing changed" in proc.stdout
+
+
+def test_install_script_passes_shellcheck():
+    shellcheck = require_tool("shellcheck", "shellcheck")
+    run([shellcheck, INSTALL])
+    dash = require_tool("dash", "dash")
+    run([dash, "-n", INSTALL])
