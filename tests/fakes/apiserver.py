@@ -56,8 +56,7 @@ def default_sans(node_name):
 
 def dump_json(obj):
     """Compact JSON with sorted keys and the encoder's trailing newline."""
-    return (json.dumps(obj, sort_keys=True, separators=(",", ":"),
-                       ensure_ascii=False) + "\n").encode()
+    return kerrors.go_json(obj)
 
 
 class Fault(object):
@@ -346,7 +345,12 @@ class FakeAPIServer(object):
                                                name="fakeapi-accept",
                                                daemon=True)
         self._accept_thread.start()
-        self.write_kubeconfig(os.path.join(self.state_dir, "admin.kubeconfig"))
+        admin = pki.make_client_cert(pkidir, self.ca, "admin", ADMIN_USER,
+                                     ADMIN_GROUPS, key_type=self.key_type)
+        self.write_kubeconfig(
+            os.path.join(self.state_dir, "admin.kubeconfig"), cert=admin,
+            tls_server_name="kubernetes" if "DNS:kubernetes" in self.sans
+            else None)
         tmp = os.path.join(self.state_dir, "port.tmp")
         with open(tmp, "w") as f:
             f.write("%d\n" % self.port)
@@ -680,15 +684,15 @@ class FakeAPIServer(object):
     def get_object(self, resource, name, namespace="", group=""):
         """The stored object or None; resource is plural ("nodes")."""
         res = _find_res(group, resource)
-        o = self.store.get((res.group, res.name),
-                           namespace if res.namespaced else "", name)
+        o = kregistry.View(self.store, res).get(
+            namespace if res.namespaced else "", name)
         if o is not None:
             o = self.registry.external(res, o)
         return o
 
     def list_objects(self, resource, namespace=None, group=""):
         res = _find_res(group, resource)
-        _, items = self.store.snapshot((res.group, res.name), namespace)
+        _, items = kregistry.View(self.store, res).snapshot(namespace)
         return [self.registry.external(res, o) for _, o in items]
 
     def update_object(self, obj, subresource=""):

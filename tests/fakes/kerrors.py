@@ -1,4 +1,20 @@
-"""Kubernetes Status errors, built the way apimachinery's errors package does."""
+"""Kubernetes Status errors, built the way apimachinery's errors package does;
+and the JSON encoding the server uses for everything it writes."""
+
+import json
+
+_GO_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
+               ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+def go_json(obj):
+    """Compact JSON, keys sorted, UTF-8, HTML characters escaped the way Go's
+    encoding/json does, newline-terminated (json.Encoder.Encode)."""
+    s = json.dumps(obj, sort_keys=True, separators=(",", ":"),
+                   ensure_ascii=False)
+    for a, b in _GO_ESCAPES:
+        s = s.replace(a, b)
+    return (s + "\n").encode()
 
 
 class StatusError(Exception):

@@ -233,6 +233,48 @@ def _manager(h, query):
 
 # ----------------------------------------------------------------- registry
 
+class View(object):
+    """The store as one resource sees it (events.k8s.io Events are stored
+    as core Events and converted on the way in and out)."""
+
+    def __init__(self, store, res):
+        self.store = store
+        self.rkey = kresources.storage_key(res)
+        self.conv = res.group == "events.k8s.io"
+
+    def out(self, o):
+        return kresources.event_to_v1(o) if self.conv and o is not None else o
+
+    def into(self, o):
+        return kresources.event_from_v1(o) if self.conv else o
+
+    def get(self, ns, name):
+        return self.out(self.store.get(self.rkey, ns, name))
+
+    def snapshot(self, ns=None, at_rv=None):
+        rv, items = self.store.snapshot(self.rkey, ns, at_rv)
+        return rv, [(k, self.out(o)) for k, o in items]
+
+    def create(self, obj):
+        return self.out(self.store.create(self.rkey, self.into(obj)))
+
+    def update(self, obj, expect_rv=None):
+        st, o = self.store.update(self.rkey, self.into(obj), expect_rv)
+        return st, self.out(o)
+
+    def delete(self, ns, name, expect_rv=None):
+        st, o = self.store.delete(self.rkey, ns, name, expect_rv)
+        return st, self.out(o)
+
+    def changes_since(self, since_rv, timeout):
+        changes, cur = self.store.changes_since(self.rkey, since_rv, timeout)
+        if self.conv:
+            changes = [kstore.Change(c.rv, c.type, c.rkey, c.ns, c.name,
+                                     self.out(c.obj), self.out(c.prev))
+                       for c in changes]
+        return changes, cur
+
+
 class Registry(object):
     """Serves resource requests over a kstore.Store."""
 
@@ -269,7 +311,7 @@ class Registry(object):
         obj = copy.deepcopy(obj)
         self._prepare_create(res, obj, obj["metadata"].get("namespace", ""),
                              manager, None)
-        self.store.create((res.group, res.name), obj)
+        View(self.store, res).create(obj)
 
     def external(self, res, obj):
         """The object as served: kind/apiVersion set."""
@@ -292,7 +334,7 @@ class Registry(object):
         ns = info.namespace if res.namespaced else ""
         v = info.verb
         if v == "get":
-            o = self.store.get((res.group, res.name), ns, info.name)
+            o = View(self.store, res).get(ns, info.name)
             if o is None:
                 raise kerrors.not_found(res.group, res.name, info.name)
             return h.reply(200, self.external(res, o))
@@ -428,7 +470,7 @@ class Registry(object):
         if match and match not in ("Exact", "NotOlderThan"):
             raise kerrors.bad_request(
                 'resourceVersionMatch: Unsupported value: "%s"' % match)
-        rkey = (res.group, res.name)
+        view = View(self.store, res)
         at_rv = None
         start = ""
         if rv_param:
@@ -453,7 +495,7 @@ class Registry(object):
             crv, start = kstore.decode_continue(cont)
             at_rv = None if crv == -1 else crv
         try:
-            rv, items = self.store.snapshot(rkey, ns, at_rv)
+            rv, items = view.snapshot(ns, at_rv)
         except ValueError:
             if cont:
                 tok = kstore.encode_continue(-1, start)
@@ -494,9 +536,9 @@ class Registry(object):
                 "metadata": meta, "items": out}
 
     def _event(self, etype, res, o):
-        return b'%s\n' % json.dumps(
-            {"type": etype, "object": self.external(res, o) if o.get("kind") != "Status" else o},
-            sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+        return kerrors.go_json(
+            {"type": etype,
+             "object": self.external(res, o) if o.get("kind") != "Status" else o})
 
     def watch(self, h, res, info, query):
         ns = (info.namespace or None) if res.namespaced else None
@@ -520,7 +562,7 @@ class Registry(object):
             raise kerrors.invalid("meta.k8s.io", "ListOptions", "", [
                 kerrors.f_forbidden("sendInitialEvents",
                                     "sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled")])
-        rkey = (res.group, res.name)
+        view = View(self.store, res)
         if rv_param:
             try:
                 pos = int(rv_param)
@@ -532,7 +574,7 @@ class Registry(object):
         deadline = time.time() + timeout
         try:
             if pos == 0 or initial == "true":
-                snap_rv, items = self.store.snapshot(rkey, ns)
+                snap_rv, items = view.snapshot(ns)
                 for _, o in items:
                     if self._matches(o, ns, ls, fs):
                         h.stream_chunk(self._event("ADDED", res, o))
@@ -552,7 +594,7 @@ class Registry(object):
                 if bookmarks:
                     wait = min(wait, max(0.0, next_bm - now))
                 try:
-                    changes, cur = self.store.changes_since(rkey, pos, wait)
+                    changes, cur = view.changes_since(pos, wait)
                 except ValueError:
                     st = kerrors.expired("too old resource version: %d (%d)" %
                                          (pos, self.store.compacted)).status()
@@ -567,7 +609,7 @@ class Registry(object):
                     if ev:
                         h.stream_chunk(self._event(ev[0], res, ev[1]))
                 if bookmarks and time.time() >= next_bm:
-                    bm_rv = max(last_rv, self._rkey_rv(rkey, pos))
+                    bm_rv = max(last_rv, self.store.current_rv())
                     h.stream_chunk(self._event("BOOKMARK", res, {
                         "metadata": {"resourceVersion": str(bm_rv),
                                      "creationTimestamp": None}}))
@@ -575,11 +617,6 @@ class Registry(object):
             h.end_stream()
         except (OSError, ValueError):
             h.close_connection = True
-
-    def _rkey_rv(self, rkey, pos):
-        # a bookmark may advance to the global revision: no change of this
-        # resource happened between pos and now (changes_since returned none)
-        return self.store.current_rv()
 
     def _watch_event(self, c, ns, ls, fs):
         cur = self._matches(c.obj, ns, ls, fs) if c.type != "DELETED" else False
@@ -663,7 +700,7 @@ class Registry(object):
         if _q(query, "dryRun") == "All":
             md["resourceVersion"] = ""
             return 201, obj, warn
-        out = self.store.create((res.group, res.name), obj)
+        out = View(self.store, res).create(obj)
         if out is None:
             raise kerrors.already_exists(res.group, res.name, md["name"])
         return 201, out, warn
@@ -735,14 +772,13 @@ class Registry(object):
             return 200, new, warn
         # finalizers gone on an object being deleted: it goes away now
         if md.get("deletionTimestamp") and not md.get("finalizers"):
-            st, out = self.store.delete((res.group, res.name), ns, name,
-                                        expect_rv)
+            st, out = View(self.store, res).delete(ns, name, expect_rv)
             if st == "conflict":
                 raise kerrors.conflict(res.group, res.name, name, kerrors.MODIFIED)
             if st == "notfound":
                 raise kerrors.not_found(res.group, res.name, name)
             return 200, new, warn
-        st, out = self.store.update((res.group, res.name), new, expect_rv)
+        st, out = View(self.store, res).update(new, expect_rv)
         if st == "conflict":
             raise kerrors.conflict(res.group, res.name, name, kerrors.MODIFIED)
         if st == "notfound":
@@ -754,8 +790,7 @@ class Registry(object):
         warn = self._prune(res, new, query)
         if not isinstance(new.get("metadata"), dict):
             new["metadata"] = {}
-        rkey = (res.group, res.name)
-        old = self.store.get(rkey, ns, name)
+        old = View(self.store, res).get(ns, name)
         rv = new["metadata"].get("resourceVersion", "")
         if old is None:
             if res.create_on_update and not sub:
@@ -797,8 +832,7 @@ class Registry(object):
             p = json.loads(body.decode("utf-8")) if body else None
         except (ValueError, UnicodeDecodeError) as e:
             raise kerrors.bad_request("error decoding patch: %s" % e)
-        rkey = (res.group, res.name)
-        old = self.store.get(rkey, ns, name)
+        old = View(self.store, res).get(ns, name)
         if old is None:
             raise kerrors.not_found(res.group, res.name, name)
         cur = self.external(res, old)
@@ -844,8 +878,8 @@ class Registry(object):
                 raise kerrors.bad_request("invalid DeleteOptions body")
             if not isinstance(opts, dict):
                 raise kerrors.bad_request("invalid DeleteOptions body")
-        rkey = (res.group, res.name)
-        old = self.store.get(rkey, ns, name)
+        view = View(self.store, res)
+        old = view.get(ns, name)
         if old is None:
             raise kerrors.not_found(res.group, res.name, name)
         pre = opts.get("preconditions") or {}
@@ -869,7 +903,7 @@ class Registry(object):
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             if dry:
                 return 200, self.external(res, new)
-            st, out = self.store.update(rkey, new, omd["resourceVersion"])
+            st, out = view.update(new, omd["resourceVersion"])
             if st != "ok":
                 raise kerrors.conflict(res.group, res.name, name, kerrors.MODIFIED)
             return 200, self.external(res, out)
@@ -877,7 +911,7 @@ class Registry(object):
             return 200, self.external(res, old)
         if res.name == "namespaces":
             self._delete_namespace_contents(name)
-        st, out = self.store.delete(rkey, ns, name, omd["resourceVersion"])
+        st, out = view.delete(ns, name, omd["resourceVersion"])
         if st == "conflict":
             raise kerrors.conflict(res.group, res.name, name, kerrors.MODIFIED)
         if st == "notfound":
@@ -896,13 +930,14 @@ class Registry(object):
         for r in kresources.RESOURCES:
             if not r.namespaced or not r.storage:
                 continue
-            _, items = self.store.snapshot((r.group, r.name), ns)
+            view = View(self.store, r)
+            _, items = view.snapshot(ns)
             for _, o in items:
-                self.store.delete((r.group, r.name), ns, o["metadata"]["name"])
+                view.delete(ns, o["metadata"]["name"])
 
     def delete_collection(self, res, ns, query):
         ls, fs = self._selectors(res, query)
-        _, items = self.store.snapshot((res.group, res.name), ns)
+        _, items = View(self.store, res).snapshot(ns)
         out = []
         for _, o in items:
             if self._matches(o, ns, ls, fs):

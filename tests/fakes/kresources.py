@@ -183,3 +183,44 @@ def openapi_v3_gv(group, version):
     return {"openapi": "3.0.0",
             "info": {"title": "Kubernetes", "version": "v1.32.0"},
             "paths": paths, "components": {"schemas": {}}}
+
+
+# events.k8s.io/v1 Events are core/v1 Events in storage (one object, two
+# views), as in the real server.
+STORAGE_ALIAS = {("events.k8s.io", "events"): ("", "events")}
+
+_EVENT_RENAMES = [  # (core/v1 name, events.k8s.io/v1 name)
+    ("involvedObject", "regarding"), ("message", "note"),
+    ("source", "deprecatedSource"), ("firstTimestamp", "deprecatedFirstTimestamp"),
+    ("lastTimestamp", "deprecatedLastTimestamp"), ("count", "deprecatedCount"),
+    ("reportingComponent", "reportingController"),
+]
+
+
+def storage_key(res):
+    k = (res.group, res.name)
+    return STORAGE_ALIAS.get(k, k)
+
+
+def event_to_v1(o):
+    """core/v1 Event -> events.k8s.io/v1 Event (a new top-level dict)."""
+    out = dict(o)
+    for core, v1 in _EVENT_RENAMES:
+        if core in out:
+            v = out.pop(core)
+            if v not in (None, "", {}, 0) or core in ("source", "firstTimestamp", "lastTimestamp"):
+                out[v1] = v
+    out["apiVersion"] = "events.k8s.io/v1"
+    out["kind"] = "Event"
+    return out
+
+
+def event_from_v1(o):
+    """events.k8s.io/v1 Event -> core/v1 Event (a new top-level dict)."""
+    out = dict(o)
+    for core, v1 in _EVENT_RENAMES:
+        if v1 in out:
+            out[core] = out.pop(v1)
+    out["apiVersion"] = "v1"
+    out["kind"] = "Event"
+    return out

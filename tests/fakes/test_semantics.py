@@ -527,6 +527,18 @@ def test_events_k8s_io_require_microtime(admin):
         "firstTimestamp": "2026-11-21T08:00:00Z", "count": 1,
         "source": {"component": "bootccm"}})
     assert code == 201, body
+    # one storage, two views
+    code, _, body = admin.get("/api/v1/namespaces/default/events/e1")
+    assert body["apiVersion"] == "v1" and body["message"] == "hi"
+    assert body["involvedObject"] == {"kind": "Node", "name": "n"}
+    assert body["reportingComponent"] == "bootccm"
+    code, _, body = admin.get("/apis/events.k8s.io/v1/namespaces/default/events/ce1")
+    assert body["apiVersion"] == "events.k8s.io/v1" and body["note"] == "m"
+    assert body["regarding"]["name"] == "n" and body["deprecatedCount"] == 1
+    code, _, body = admin.get("/api/v1/events?fieldSelector=involvedObject.name%3Dn")
+    assert sorted(i["metadata"]["name"] for i in body["items"]) == ["ce1", "e1"]
+    code, _, body = admin.get("/apis/events.k8s.io/v1/events?fieldSelector=regarding.name%3Dn")
+    assert sorted(i["metadata"]["name"] for i in body["items"]) == ["ce1", "e1"]
 
 
 # ------------------------------------------------------------ list/watch

@@ -247,6 +247,22 @@ def test_kubeconfig_layout_like_kubeadm(srv, tmp_path):
     assert any(x.startswith("    client-key-data: ") for x in lines)
 
 
+def test_idle_keepalive_connection_closed(tmp_path):
+    s = apiserver.FakeAPIServer(idle_timeout=0.3).start()
+    try:
+        c = Client(s, cert=s.client_cert("u", []))
+        assert c.get("/version")[0] == 200
+        first = c.conn.sock
+        assert c.get("/version")[0] == 200
+        assert c.conn.sock is first          # kept alive
+        time.sleep(0.6)
+        with pytest.raises((ConnectionError, OSError)):
+            c.get("/version")               # closed by the server meanwhile
+        c.close()
+    finally:
+        s.stop()
+
+
 def test_require_client_cert(tmp_path):
     s = apiserver.FakeAPIServer(str(tmp_path / "st"), require_client_cert=True)
     s.start()
@@ -268,8 +284,7 @@ def test_cli_runs_until_sigterm(tmp_path):
     seed.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "n1"}}]}))
     p = subprocess.Popen([PY, os.path.join(HERE, "apiserver.py"), "--state-dir",
-                          st, "--seed", str(seed), "--san", "DNS:kubernetes",
-                          "--san", "IP:127.0.0.1"])
+                          st, "--seed", str(seed)])
     try:
         for _ in range(200):
             if os.path.exists(os.path.join(st, "port")):
@@ -279,7 +294,8 @@ def test_cli_runs_until_sigterm(tmp_path):
         kc = str(tmp_path / "user.kubeconfig")
         r = subprocess.run([PY, os.path.join(HERE, "apiserver.py"), "kubeconfig",
                             "--state-dir", st, "--out", kc, "--user", "admin2",
-                            "--group", "system:masters"],
+                            "--group", "system:masters",
+                            "--tls-server-name", "kubernetes"],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stderr
         r = _kubectl(kc, "get", "nodes", "-o", "name")
@@ -287,6 +303,18 @@ def test_cli_runs_until_sigterm(tmp_path):
         r = _kubectl(os.path.join(st, "admin.kubeconfig"), "get", "--raw", "/version")
         assert json.loads(r.stdout)["gitVersion"] == "v1.32.0"
         assert port > 0
+        # the control API with curl and the admin certificate
+        pk = os.path.join(st, "pki")
+        r = subprocess.run(["curl", "-sS", "--cacert", os.path.join(pk, "ca.crt"),
+                            "--cert", os.path.join(pk, "admin.crt"),
+                            "--key", os.path.join(pk, "admin.key"),
+                            "--resolve", "kubernetes:%d:127.0.0.1" % port,
+                            "-X", "POST", "-d", '{"pathPrefix":"/version","status":503,"count":null}',
+                            "https://kubernetes:%d/_fake/faults" % port],
+                           capture_output=True, text=True, timeout=30)
+        assert json.loads(r.stdout)["id"] >= 1, r.stderr
+        r = _kubectl(os.path.join(st, "admin.kubeconfig"), "get", "--raw", "/version")
+        assert r.returncode != 0 and "ServiceUnavailable" in r.stderr
     finally:
         p.send_signal(signal.SIGTERM)
         assert p.wait(10) == 0
