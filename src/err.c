@@ -73,6 +73,16 @@ errbuf_prefix(struct errbuf *e, int code, const char *fmt, ...)
 	vsnprintf(prefix, sizeof(prefix), fmt, ap);
 	va_end(ap);
 	memcpy(old, e->msg, sizeof(old));
-	snprintf(e->msg, sizeof(e->msg), "%s: %s", prefix, old);
+	/* truncation is fine: the message stays NUL-terminated and bounded */
+	size_t pl = strnlen(prefix, sizeof(e->msg) - 1);
+	memcpy(e->msg, prefix, pl);
+	if (pl + 2 < sizeof(e->msg)) {
+		memcpy(e->msg + pl, ": ", 2);
+		pl += 2;
+		size_t ol = strnlen(old, sizeof(e->msg) - 1 - pl);
+		memcpy(e->msg + pl, old, ol);
+		pl += ol;
+	}
+	e->msg[pl] = '\0';
 	return code;
 }

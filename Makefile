@@ -1,0 +1,135 @@
+# bootccm - one entry point: static build, sanitizer builds, tests, demo, install.
+#
+#   make            build/bootccm: fully static x86_64 musl binary (the product)
+#   make dev        build/dev/bootccm: glibc, AddressSanitizer + UBSan, debug
+#   make tsan       build/tsan/bootccm: glibc, ThreadSanitizer
+#   make check      install what is missing, build everything, run every test
+#   make demo       the main job on the bundled fake API server and metadata service
+#   make fuzz       build the libFuzzer harnesses (build/fuzz/)
+#   make install    PREFIX=/usr/local DESTDIR=
+
+VERSION := 0.1.0
+PREFIX ?= /usr/local
+DESTDIR ?=
+BUILD := build
+PYTHON ?= /usr/bin/python3
+FUZZ_SECONDS ?= 10
+
+SRCS := $(sort $(wildcard src/*.c src/*/*.c providers/*/*.c))
+TLS_STATIC := src/tlsctx_wolfssl.c
+TLS_DEV := src/tlsctx_blob.c
+CORE := $(filter-out src/main.c $(TLS_STATIC) $(TLS_DEV),$(SRCS))
+UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+
+WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
+	-Wpointer-arith -Wformat=2 -Wvla -Wno-format-truncation
+CPPFLAGS_ALL := -D_GNU_SOURCE -Isrc -I$(BUILD)/gen
+
+# --- static musl build (the shipped artifact) --------------------------------
+DEPS := $(BUILD)/deps
+STATIC_CC := musl-gcc
+STATIC_CFLAGS := -std=gnu11 -Os -ffunction-sections -fdata-sections $(WARN) \
+	$(CPPFLAGS_ALL) -DCURL_STATICLIB -I$(DEPS)/include
+STATIC_LDFLAGS := -static -Wl,--gc-sections -s -L$(DEPS)/lib
+STATIC_LIBS := -lcurl -lwolfssl -ljson-c -lyaml -lm
+STATIC_OBJS := $(patsubst %.c,$(BUILD)/static/%.o,$(CORE) src/main.c $(TLS_STATIC))
+
+# --- glibc builds against Debian's -dev packages -----------------------------
+DEV_CC := gcc
+DEV_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) $(CPPFLAGS_ALL)
+SYS_LIBS := -lcurl -ljson-c -lyaml -lpthread -lm
+ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
+TSAN := -fsanitize=thread
+DEV_OBJS := $(patsubst %.c,$(BUILD)/dev/%.o,$(CORE) $(TLS_DEV))
+TSAN_OBJS := $(patsubst %.c,$(BUILD)/tsan/%.o,$(CORE) $(TLS_DEV))
+UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/dev/tests/%,$(UNIT_SRCS))
+TSAN_UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tsan/tests/%,$(UNIT_SRCS))
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+
+.PHONY: all static dev tsan unit fuzz check demo install clean packages deps FORCE
+.DELETE_ON_ERROR:
+
+all: static
+static: $(BUILD)/bootccm
+
+# The version header changes only when the version or the commit does.
+$(BUILD)/gen/version.h: FORCE
+	@mkdir -p $(@D)
+	@c=$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown); \
+	if [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then c="$$c-dirty"; fi; \
+	printf '#define BOOTCCM_VERSION "%s"\n#define BOOTCCM_COMMIT "%s"\n' "$(VERSION)" "$$c" > $@.tmp; \
+	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+
+# scripts/deps.sh builds the four static libraries once per version set and
+# rewrites deps.key only when that set changes.
+$(BUILD)/deps.key: FORCE
+	@scripts/deps.sh ensure $(BUILD)
+deps: $(BUILD)/deps.key
+
+$(BUILD)/static/%.o: %.c $(BUILD)/deps.key | $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(STATIC_CC) $(STATIC_CFLAGS) -MMD -MP -c $< -o $@
+
+$(BUILD)/static/src/main.o: $(BUILD)/gen/version.h
+
+$(BUILD)/bootccm: $(STATIC_OBJS) $(BUILD)/deps.key
+	$(STATIC_CC) $(STATIC_LDFLAGS) -o $@ $(STATIC_OBJS) $(STATIC_LIBS)
+	@ls -l $@ | awk '{printf "bootccm: %s bytes (%.2f MiB), ", $$5, $$5/1048576}'; file -b $@ | cut -d, -f1-5
+
+$(BUILD)/dev/%.o: %.c | $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(DEV_CC) $(DEV_CFLAGS) $(ASAN) -MMD -MP -c $< -o $@
+$(BUILD)/dev/src/main.o: $(BUILD)/gen/version.h
+$(BUILD)/tsan/%.o: %.c | $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(DEV_CC) $(DEV_CFLAGS) $(TSAN) -MMD -MP -c $< -o $@
+$(BUILD)/tsan/src/main.o: $(BUILD)/gen/version.h
+
+$(BUILD)/dev/bootccm: $(DEV_OBJS) $(BUILD)/dev/src/main.o
+	$(DEV_CC) $(ASAN) -o $@ $^ $(SYS_LIBS)
+$(BUILD)/tsan/bootccm: $(TSAN_OBJS) $(BUILD)/tsan/src/main.o
+	$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
+
+$(BUILD)/dev/tests/%: $(BUILD)/dev/tests/unit/%.o $(DEV_OBJS)
+	@mkdir -p $(@D)
+	$(DEV_CC) $(ASAN) -o $@ $^ $(SYS_LIBS)
+$(BUILD)/tsan/tests/%: $(BUILD)/tsan/tests/unit/%.o $(TSAN_OBJS)
+	@mkdir -p $(@D)
+	$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
+
+dev: $(BUILD)/dev/bootccm $(UNIT_BINS)
+tsan: $(BUILD)/tsan/bootccm $(TSAN_UNIT_BINS)
+
+# --- fuzzing (clang libFuzzer) ------------------------------------------------
+FUZZ_CFLAGS := -std=gnu11 -g -O1 $(CPPFLAGS_ALL) -fsanitize=fuzzer,address,undefined
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE) $(TLS_DEV) | $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -o $@ $< $(CORE) $(TLS_DEV) $(SYS_LIBS)
+fuzz: $(FUZZ_BINS)
+
+# --- tests ----------------------------------------------------------------------
+packages:
+	@scripts/install-packages.sh
+
+unit: $(UNIT_BINS)
+	@tests/run-unit.sh $(UNIT_BINS)
+
+check: packages
+	$(MAKE) static
+	$(MAKE) dev tsan fuzz
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/check.sh
+
+demo: packages
+	$(MAKE) static
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) tests/demo.sh
+
+install: $(BUILD)/bootccm
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0755 $(BUILD)/bootccm $(DESTDIR)$(PREFIX)/bin/bootccm
+	install -m 0644 docs/bootccm.8 $(DESTDIR)$(PREFIX)/share/man/man8/bootccm.8
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,362 @@
+/* flags.c - pflag-compatible command-line parsing and Go durations. */
+#include "flags.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+int
+flags_parse_bool(const char *s)
+{
+	static const char *const t[] = { "1", "t", "T", "TRUE", "true", "True" };
+	static const char *const f[] = { "0", "f", "F", "FALSE", "false", "False" };
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		if (strcmp(s, t[i]) == 0)
+			return 1;
+		if (strcmp(s, f[i]) == 0)
+			return 0;
+	}
+	return ERR_INVALID;
+}
+
+/* One unit of a Go duration and its size in nanoseconds. */
+struct duration_unit {
+	const char *name;
+	int64_t ns;
+};
+
+static const struct duration_unit duration_units[] = {
+	{ "ns", 1 }, { "us", 1000 }, { "\xc2\xb5s", 1000 }, { "\xce\xbcs", 1000 },
+	{ "ms", 1000000 }, { "s", 1000000000LL }, { "m", 60 * 1000000000LL },
+	{ "h", 3600 * 1000000000LL },
+};
+
+int
+duration_parse(const char *s, int64_t *ret_ns)
+{
+	const char *p = s;
+	int neg = 0;
+	uint64_t total = 0;
+
+	if (s == NULL || *s == '\0')
+		return ERR_INVALID;
+	if (*p == '-' || *p == '+')
+		neg = *p++ == '-';
+	if (strcmp(p, "0") == 0) {
+		*ret_ns = 0;
+		return 0;
+	}
+	if (*p == '\0')
+		return ERR_INVALID;
+	while (*p) {
+		uint64_t whole = 0;
+		double frac = 0, scale = 1;
+		int digits = 0;
+		const struct duration_unit *u = NULL;
+		size_t ulen = 0;
+
+		while (*p >= '0' && *p <= '9') {
+			if (whole > (UINT64_MAX - 9) / 10)
+				return ERR_INVALID;
+			whole = whole * 10 + (uint64_t)(*p++ - '0');
+			digits++;
+		}
+		if (*p == '.') {
+			p++;
+			while (*p >= '0' && *p <= '9') {
+				if (scale < 1e18) {
+					scale *= 10;
+					frac = frac * 10 + (*p - '0');
+				}
+				p++;
+				digits++;
+			}
+		}
+		if (digits == 0)
+			return ERR_INVALID;
+		for (size_t i = 0; i < sizeof(duration_units) / sizeof(duration_units[0]); i++) {
+			size_t l = strlen(duration_units[i].name);
+			/* longest match: "ms" before "m" */
+			if (strncmp(p, duration_units[i].name, l) == 0 && l > ulen) {
+				u = &duration_units[i];
+				ulen = l;
+			}
+		}
+		if (u == NULL)
+			return ERR_INVALID;
+		p += ulen;
+		if (whole > (uint64_t)INT64_MAX / (uint64_t)u->ns)
+			return ERR_INVALID;
+		uint64_t v = whole * (uint64_t)u->ns;
+		v += (uint64_t)(frac * ((double)u->ns / scale));
+		if (v > (uint64_t)INT64_MAX || total > (uint64_t)INT64_MAX - v)
+			return ERR_INVALID;
+		total += v;
+	}
+	*ret_ns = neg ? -(int64_t)total : (int64_t)total;
+	return 0;
+}
+
+/* fmt_frac writes v / 10^prec with trailing zeros dropped ("1.5", "2"). */
+static int
+fmt_frac(char *buf, size_t len, uint64_t v, int prec)
+{
+	uint64_t div = 1;
+	for (int i = 0; i < prec; i++)
+		div *= 10;
+	uint64_t whole = v / div, frac = v % div;
+	if (frac == 0)
+		return snprintf(buf, len, "%" PRIu64, whole);
+	char f[32];
+	snprintf(f, sizeof(f), "%0*" PRIu64, prec, frac);
+	for (size_t i = strlen(f); i > 0 && f[i - 1] == '0'; i--)
+		f[i - 1] = '\0';
+	return snprintf(buf, len, "%" PRIu64 ".%s", whole, f);
+}
+
+void
+duration_format(int64_t ns, char *buf, size_t len)
+{
+	uint64_t u = ns < 0 ? (uint64_t)0 - (uint64_t)ns : (uint64_t)ns;
+	const char *sign = ns < 0 ? "-" : "";
+	char num[64];
+
+	if (len == 0)
+		return;
+	if (u == 0) {
+		snprintf(buf, len, "0s");
+		return;
+	}
+	if (u < 1000) {
+		snprintf(buf, len, "%s%" PRIu64 "ns", sign, u);
+	} else if (u < 1000000) {
+		fmt_frac(num, sizeof(num), u, 3);
+		snprintf(buf, len, "%s%s\xc2\xb5s", sign, num);
+	} else if (u < (uint64_t)NS_PER_S) {
+		fmt_frac(num, sizeof(num), u, 6);
+		snprintf(buf, len, "%s%sms", sign, num);
+	} else {
+		uint64_t h = u / (3600 * (uint64_t)NS_PER_S);
+		uint64_t rest = u % (3600 * (uint64_t)NS_PER_S);
+		uint64_t m = rest / (60 * (uint64_t)NS_PER_S);
+		fmt_frac(num, sizeof(num), rest % (60 * (uint64_t)NS_PER_S), 9);
+		if (h)
+			snprintf(buf, len, "%s%" PRIu64 "h%" PRIu64 "m%ss", sign, h, m, num);
+		else if (m)
+			snprintf(buf, len, "%s%" PRIu64 "m%ss", sign, m, num);
+		else
+			snprintf(buf, len, "%s%ss", sign, num);
+	}
+}
+
+struct flag *
+flags_find(struct flag *flags, size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(flags[i].name, name) == 0)
+			return &flags[i];
+	return NULL;
+}
+
+/* flag_store parses value into f's variable. */
+static int
+flag_store(struct flag *f, const char *value, struct errbuf *e)
+{
+	char *end;
+	int r;
+
+	switch (f->type) {
+	case FLAG_BOOL:
+		if ((r = flags_parse_bool(value)) < 0)
+			return errbuf_set(e, ERR_INVALID,
+			    "invalid argument \"%s\" for \"--%s\" flag: not a boolean",
+			    value, f->name);
+		*(int *)f->ptr = r;
+		return 0;
+	case FLAG_INT: {
+		long v;
+		errno = 0;
+		v = strtol(value, &end, 0);
+		if (*value == '\0' || *end != '\0' || errno != 0 || v < INT_MIN || v > INT_MAX)
+			return errbuf_set(e, ERR_INVALID,
+			    "invalid argument \"%s\" for \"--%s\" flag: not an integer",
+			    value, f->name);
+		*(int *)f->ptr = (int)v;
+		return 0;
+	}
+	case FLAG_FLOAT: {
+		double v;
+		errno = 0;
+		v = strtod(value, &end);
+		if (*value == '\0' || *end != '\0' || errno != 0 || !isfinite(v))
+			return errbuf_set(e, ERR_INVALID,
+			    "invalid argument \"%s\" for \"--%s\" flag: not a number",
+			    value, f->name);
+		*(double *)f->ptr = v;
+		return 0;
+	}
+	case FLAG_STRING: {
+		char *s = strdup(value);
+		if (s == NULL)
+			return ERR_NOMEM;
+		free(*(char **)f->ptr);
+		*(char **)f->ptr = s;
+		return 0;
+	}
+	case FLAG_DURATION: {
+		int64_t ns;
+		if (duration_parse(value, &ns) < 0)
+			return errbuf_set(e, ERR_INVALID,
+			    "invalid argument \"%s\" for \"--%s\" flag: not a duration "
+			    "(examples: 300ms, 15s, 5m, 1h30m)", value, f->name);
+		*(int64_t *)f->ptr = ns;
+		return 0;
+	}
+	}
+	return ERR_INTERNAL;
+}
+
+int
+flags_defaults(struct flag *flags, size_t n, struct errbuf *e)
+{
+	for (size_t i = 0; i < n; i++) {
+		struct flag *f = &flags[i];
+		int r;
+		if (f->def == NULL) {
+			switch (f->type) {
+			case FLAG_BOOL: case FLAG_INT: *(int *)f->ptr = 0; break;
+			case FLAG_FLOAT: *(double *)f->ptr = 0; break;
+			case FLAG_STRING:
+				free(*(char **)f->ptr);
+				*(char **)f->ptr = NULL;
+				break;
+			case FLAG_DURATION: *(int64_t *)f->ptr = 0; break;
+			}
+			continue;
+		}
+		if ((r = flag_store(f, f->def, e)) < 0)
+			return errbuf_prefix(e, r, "default of --%s", f->name);
+		f->set = 0;
+	}
+	return 0;
+}
+
+int
+flags_parse(struct flag *flags, size_t n, int argc, char **argv, int first,
+    int *ret_rest, struct errbuf *e)
+{
+	for (int i = first; i < argc; i++) {
+		const char *a = argv[i], *name, *eq, *value = NULL;
+		char nbuf[128];
+		size_t nlen;
+		struct flag *f;
+		int r;
+
+		if (strcmp(a, "--") == 0) {
+			if (ret_rest == NULL && i + 1 < argc)
+				return errbuf_set(e, ERR_INVALID, "unexpected argument \"%s\"",
+				    argv[i + 1]);
+			if (ret_rest)
+				*ret_rest = i + 1;
+			return 0;
+		}
+		if (a[0] != '-' || a[1] == '\0') {
+			if (ret_rest) {
+				*ret_rest = i;
+				return 0;
+			}
+			return errbuf_set(e, ERR_INVALID, "unexpected argument \"%s\"", a);
+		}
+		if (a[1] == '-') {
+			name = a + 2;
+		} else {
+			name = a + 1;
+			/* shorthand: only one-letter flags, pflag's -v2 form included */
+			if (name[1] != '\0' && name[1] != '=') {
+				nbuf[0] = name[0];
+				nbuf[1] = '\0';
+				f = flags_find(flags, n, nbuf);
+				if (f == NULL || f->type == FLAG_BOOL)
+					return errbuf_set(e, ERR_INVALID,
+					    "unknown shorthand flag: '%c' in %s", name[0], a);
+				if ((r = flag_store(f, name + 1, e)) < 0)
+					return r;
+				f->set = 1;
+				continue;
+			}
+		}
+		eq = strchr(name, '=');
+		nlen = eq ? (size_t)(eq - name) : strlen(name);
+		if (nlen == 0 || nlen >= sizeof(nbuf) || name[0] == '-')
+			return errbuf_set(e, ERR_INVALID, "bad flag syntax: %s", a);
+		memcpy(nbuf, name, nlen);
+		nbuf[nlen] = '\0';
+		f = flags_find(flags, n, nbuf);
+		if (f == NULL || (a[1] != '-' && nlen != 1))
+			return errbuf_set(e, ERR_INVALID, "unknown flag: %s%s",
+			    a[1] == '-' ? "--" : "-", nbuf);
+		if (eq) {
+			value = eq + 1;
+		} else if (f->type == FLAG_BOOL) {
+			value = "true";
+		} else {
+			if (i + 1 >= argc)
+				return errbuf_set(e, ERR_INVALID,
+				    "flag needs an argument: --%s", nbuf);
+			value = argv[++i];
+		}
+		if ((r = flag_store(f, value, e)) < 0)
+			return r;
+		f->set = 1;
+	}
+	if (ret_rest)
+		*ret_rest = argc;
+	return 0;
+}
+
+static const char *
+flag_type_name(enum flag_type t)
+{
+	switch (t) {
+	case FLAG_BOOL: return "";
+	case FLAG_INT: return " int";
+	case FLAG_FLOAT: return " float";
+	case FLAG_STRING: return " string";
+	case FLAG_DURATION: return " duration";
+	}
+	return "";
+}
+
+void
+flags_usage(const struct flag *flags, size_t n, FILE *out)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct flag *f = &flags[i];
+		char head[160];
+		snprintf(head, sizeof(head), "  %s%s%s", strlen(f->name) == 1 ? "-" : "--",
+		    f->name, flag_type_name(f->type));
+		fprintf(out, "%-48s %s", head, f->usage);
+		if (f->def && *f->def && !(f->type == FLAG_BOOL && strcmp(f->def, "false") == 0)) {
+			if (f->type == FLAG_STRING)
+				fprintf(out, " (default \"%s\")", f->def);
+			else
+				fprintf(out, " (default %s)", f->def);
+		}
+		fputc('\n', out);
+	}
+}
+
+void
+flags_free(struct flag *flags, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (flags[i].type == FLAG_STRING) {
+			free(*(char **)flags[i].ptr);
+			*(char **)flags[i].ptr = NULL;
+		}
+	}
+}

@@ -1,0 +1,435 @@
+/* http.c - libcurl requests: verification on, caps on answers, no logging. */
+#include "http.h"
+
+#include <arpa/inet.h>
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "tlsctx.h"
+
+struct http_client {
+	CURL *h;
+	char curl_err[CURL_ERROR_SIZE];
+};
+
+/* The state of one transfer, shared with curl's callbacks. */
+struct http_xfer {
+	const struct http_request *req;
+	size_t cap;
+	char *body;
+	size_t len, alloc;
+	int too_large;
+	int cb_err;            /* a streaming callback's abort code */
+	char *content_type;
+	char *warning;
+	long retry_after_s;
+};
+
+int
+http_global_init(struct errbuf *e)
+{
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return errbuf_set(e, ERR_INTERNAL, "curl_global_init failed");
+	return tlsctx_check(e);
+}
+
+const char *
+http_backend(void)
+{
+	const curl_version_info_data *v = curl_version_info(CURLVERSION_NOW);
+	return v && v->ssl_version ? v->ssl_version : "none";
+}
+
+struct http_client *
+http_client_new(void)
+{
+	struct http_client *c = calloc(1, sizeof(*c));
+
+	if (c == NULL)
+		return NULL;
+	if ((c->h = curl_easy_init()) == NULL) {
+		free(c);
+		return NULL;
+	}
+	return c;
+}
+
+void
+http_client_free(struct http_client *c)
+{
+	if (c == NULL)
+		return;
+	curl_easy_cleanup(c->h);
+	free(c);
+}
+
+void
+http_response_free(struct http_response *r)
+{
+	if (r == NULL)
+		return;
+	free(r->body);
+	free(r->content_type);
+	free(r->warning);
+	memset(r, 0, sizeof(*r));
+}
+
+int
+http_status_err(long status)
+{
+	if (status >= 200 && status < 300)
+		return 0;
+	switch (status) {
+	case 400: case 405: case 415: case 422: return ERR_INVALID;
+	case 401: return ERR_UNAUTHORIZED;
+	case 403: return ERR_FORBIDDEN;
+	case 404: return ERR_NOT_FOUND;
+	case 409: return ERR_CONFLICT;
+	case 410: return ERR_GONE;
+	case 413: return ERR_TOO_LARGE;
+	case 429: return ERR_TOO_MANY_REQUESTS;
+	case 501: return ERR_NOT_IMPLEMENTED;
+	case 504: return ERR_TIMEOUT;
+	}
+	if (status >= 500 && status < 600)
+		return ERR_TRANSIENT;
+	return ERR_INVALID;
+}
+
+int
+http_host_is_local(const char *url)
+{
+	CURLU *u = curl_url();
+	char *host = NULL;
+	int local = 0;
+	unsigned char a[16];
+
+	if (u == NULL)
+		return 0;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
+		goto out;
+	if (strcasecmp(host, "localhost") == 0) {
+		local = 1;
+	} else if (inet_pton(AF_INET, host, a) == 1) {
+		local = a[0] == 127 || (a[0] == 169 && a[1] == 254);
+	} else if (host[0] == '[') {
+		char h6[64];
+		size_t l = strlen(host);
+		if (l < 3 || l - 2 >= sizeof(h6))
+			goto out;
+		memcpy(h6, host + 1, l - 2);
+		h6[l - 2] = '\0';
+		if (inet_pton(AF_INET6, h6, a) == 1) {
+			static const unsigned char lo[16] = { [15] = 1 };
+			static const unsigned char ec2[16] = { 0xfd, 0x00, 0x0e, 0xc2,
+			    [15] = 0x54, [14] = 0x02 };
+			local = memcmp(a, lo, 16) == 0 || memcmp(a, ec2, 16) == 0 ||
+			    (a[0] == 0xfe && (a[1] & 0xc0) == 0x80);
+		}
+	}
+out:
+	curl_free(host);
+	curl_url_cleanup(u);
+	return local;
+}
+
+static size_t
+http_write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+	struct http_xfer *x = arg;
+	size_t n = size * nmemb;
+
+	if (x->req->on_data) {
+		int r = x->req->on_data(ptr, n, x->req->on_data_arg);
+		if (r < 0) {
+			x->cb_err = r;
+			return 0;
+		}
+		return n;
+	}
+	if (n > x->cap - x->len) {
+		x->too_large = 1;
+		return 0;
+	}
+	if (x->len + n + 1 > x->alloc) {
+		size_t na = x->alloc ? x->alloc : 4096;
+		while (na < x->len + n + 1)
+			na *= 2;
+		char *nb = realloc(x->body, na);
+		if (nb == NULL) {
+			x->cb_err = ERR_NOMEM;
+			return 0;
+		}
+		x->body = nb;
+		x->alloc = na;
+	}
+	memcpy(x->body + x->len, ptr, n);
+	x->len += n;
+	x->body[x->len] = '\0';
+	return n;
+}
+
+/* http_header_value returns a malloc'd copy of a header's value if line is
+ * "name: value", else NULL. */
+static char *
+http_header_value(const char *line, size_t n, const char *name)
+{
+	size_t nl = strlen(name);
+
+	if (n <= nl || strncasecmp(line, name, nl) != 0 || line[nl] != ':')
+		return NULL;
+	line += nl + 1;
+	n -= nl + 1;
+	while (n && (*line == ' ' || *line == '\t'))
+		line++, n--;
+	while (n && (line[n - 1] == '\r' || line[n - 1] == '\n' || line[n - 1] == ' '))
+		n--;
+	if (n > HTTP_HEADER_MAX)
+		n = HTTP_HEADER_MAX;
+	return strndup(line, n);
+}
+
+static size_t
+http_header_cb(char *line, size_t size, size_t nmemb, void *arg)
+{
+	struct http_xfer *x = arg;
+	size_t n = size * nmemb;
+	char *v;
+
+	if (n >= 5 && strncmp(line, "HTTP/", 5) == 0) {
+		/* a new response (after 100 Continue): forget what came before */
+		free(x->content_type);
+		free(x->warning);
+		x->content_type = x->warning = NULL;
+		x->retry_after_s = -1;
+		return n;
+	}
+	if ((v = http_header_value(line, n, "Content-Type")) != NULL) {
+		free(x->content_type);
+		x->content_type = v;
+	} else if ((v = http_header_value(line, n, "Warning")) != NULL) {
+		if (x->warning == NULL)
+			x->warning = v;
+		else
+			free(v);
+	} else if ((v = http_header_value(line, n, "Retry-After")) != NULL) {
+		char *end;
+		errno = 0;
+		long s = strtol(v, &end, 10);
+		if (*v && *end == '\0' && errno == 0 && s >= 0)
+			x->retry_after_s = s;
+		free(v);
+	}
+	return n;
+}
+
+static int
+http_curl_err(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_OPERATION_TIMEDOUT:
+		return ERR_TIMEOUT;
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CONNECT_ERROR:
+	case CURLE_SSL_CERTPROBLEM:
+	case CURLE_SSL_CIPHER:
+	case CURLE_SSL_CACERT_BADFILE:
+	case CURLE_SSL_ISSUER_ERROR:
+	case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+	case CURLE_SSL_INVALIDCERTSTATUS:
+	case CURLE_SSL_ENGINE_INITFAILED:
+		return ERR_TLS;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+	case CURLE_BAD_FUNCTION_ARGUMENT:
+		return ERR_INVALID;
+	case CURLE_OUT_OF_MEMORY:
+		return ERR_NOMEM;
+	case CURLE_NOT_BUILT_IN:
+		return ERR_UNSUPPORTED;
+	default:
+		return ERR_TRANSIENT;
+	}
+}
+
+/* http_server_name points the transfer at tls->server_name: the URL's host
+ * becomes the name (so SNI and verification use it) and CONNECT_TO keeps the
+ * connection on the original host and port. */
+static int
+http_server_name(CURL *h, const char *url, const char *name,
+    struct curl_slist **connect_to, struct errbuf *e)
+{
+	CURLU *u = curl_url();
+	char *host = NULL, *port = NULL, *nurl = NULL, *entry = NULL;
+	int r = 0;
+
+	if (u == NULL)
+		return ERR_NOMEM;
+	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
+		r = errbuf_set(e, ERR_INVALID, "%s: not a valid URL", url);
+		goto out;
+	}
+	if (strcasecmp(host, name) == 0)
+		goto out;
+	if (curl_url_set(u, CURLUPART_HOST, name, 0) != CURLUE_OK ||
+	    curl_url_get(u, CURLUPART_URL, &nurl, 0) != CURLUE_OK) {
+		r = errbuf_set(e, ERR_INVALID, "tls-server-name \"%s\" is not a valid host name",
+		    name);
+		goto out;
+	}
+	if (asprintf(&entry, "%s:%s:%s:%s", name, port, host, port) < 0) {
+		entry = NULL;
+		r = ERR_NOMEM;
+		goto out;
+	}
+	if ((*connect_to = curl_slist_append(NULL, entry)) == NULL) {
+		r = ERR_NOMEM;
+		goto out;
+	}
+	curl_easy_setopt(h, CURLOPT_URL, nurl);
+	curl_easy_setopt(h, CURLOPT_CONNECT_TO, *connect_to);
+out:
+	free(entry);
+	curl_free(nurl);
+	curl_free(host);
+	curl_free(port);
+	curl_url_cleanup(u);
+	return r;
+}
+
+int
+http_do(struct http_client *c, const struct http_request *req,
+    struct http_response *ret, struct errbuf *e)
+{
+	struct http_xfer x = { .req = req, .retry_after_s = -1 };
+	struct curl_slist *hdrs = NULL, *connect_to = NULL;
+	char *auth = NULL, *ctype = NULL;
+	const char *method = req->method ? req->method : "GET";
+	CURL *h = c->h;
+	CURLcode rc;
+	int r = 0;
+
+	x.cap = req->max_body ? req->max_body : HTTP_BODY_MAX;
+	curl_easy_reset(h);
+	c->curl_err[0] = '\0';
+	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_err);
+	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(h, CURLOPT_URL, req->url);
+	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
+	curl_easy_setopt(h, CURLOPT_USERAGENT, NULL);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
+	    req->connect_timeout_ms ? req->connect_timeout_ms : (long)HTTP_CONNECT_TIMEOUT_MS);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+	if (req->low_speed_time_s > 0) {
+		curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
+		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, req->low_speed_time_s);
+	}
+	if (http_host_is_local(req->url))
+		curl_easy_setopt(h, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, http_write_cb);
+	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_header_cb);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+
+	/* verification is on unless the user's configuration says otherwise */
+	curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (req->tls) {
+		if ((r = tlsctx_apply(h, req->tls, e)) < 0)
+			goto out;
+		if (req->tls->insecure) {
+			curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 0L);
+			curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 0L);
+		}
+		if (req->tls->server_name && *req->tls->server_name &&
+		    (r = http_server_name(h, req->url, req->tls->server_name,
+		    &connect_to, e)) < 0)
+			goto out;
+	}
+
+	if (strcmp(method, "GET") == 0) {
+		curl_easy_setopt(h, CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(method, "HEAD") == 0) {
+		curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
+	} else {
+		if (strcmp(method, "POST") != 0)
+			curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)req->body_len);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDS, req->body ? req->body : "");
+	}
+
+	/* no "Expect: 100-continue" round trip before bodies */
+	if ((hdrs = curl_slist_append(hdrs, "Expect:")) == NULL)
+		goto nomem;
+	if (req->content_type) {
+		if (asprintf(&ctype, "Content-Type: %s", req->content_type) < 0) {
+			ctype = NULL;
+			goto nomem;
+		}
+		if (!curl_slist_append(hdrs, ctype))
+			goto nomem;
+	}
+	if (req->bearer_token) {
+		if (asprintf(&auth, "Authorization: Bearer %s", req->bearer_token) < 0) {
+			auth = NULL;
+			goto nomem;
+		}
+		if (!curl_slist_append(hdrs, auth))
+			goto nomem;
+	}
+	for (const char *const *hp = req->headers; hp && *hp; hp++)
+		if (!curl_slist_append(hdrs, *hp))
+			goto nomem;
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+
+	rc = curl_easy_perform(h);
+	if (rc != CURLE_OK) {
+		if (x.too_large)
+			r = errbuf_set(e, ERR_TOO_LARGE, "%s %s: answer larger than %zu bytes",
+			    method, req->url, x.cap);
+		else if (x.cb_err)
+			r = errbuf_set(e, x.cb_err, "%s %s: %s", method, req->url,
+			    x.cb_err == ERR_NOMEM ? "out of memory" : "aborted by the reader");
+		else
+			r = errbuf_set(e, http_curl_err(rc), "%s %s: %s: %s", method, req->url,
+			    err_str(http_curl_err(rc)),
+			    c->curl_err[0] ? c->curl_err : curl_easy_strerror(rc));
+		goto out;
+	}
+	memset(ret, 0, sizeof(*ret));
+	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ret->status);
+	if (!req->on_data && x.body == NULL && (x.body = strdup("")) == NULL)
+		goto nomem;
+	ret->body = x.body;
+	ret->body_len = x.len;
+	ret->content_type = x.content_type;
+	ret->warning = x.warning;
+	ret->retry_after_s = x.retry_after_s;
+	x.body = x.content_type = x.warning = NULL;
+	goto out;
+nomem:
+	r = errbuf_set(e, ERR_NOMEM, "%s %s: out of memory", method, req->url);
+out:
+	/* drop our pointers to borrowed state before the handle is reused */
+	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
+	curl_easy_setopt(h, CURLOPT_CONNECT_TO, NULL);
+	curl_slist_free_all(hdrs);
+	curl_slist_free_all(connect_to);
+	if (auth) {
+		explicit_bzero(auth, strlen(auth));
+		free(auth);
+	}
+	free(ctype);
+	free(x.body);
+	free(x.content_type);
+	free(x.warning);
+	return r;
+}

@@ -1,0 +1,92 @@
+/* http.h - HTTP(S) requests over libcurl with TLS verification always on.
+ *
+ * Contract: one struct http_client per thread (it owns a curl handle and so a
+ * connection cache: requests on the same client reuse connections). Never
+ * logs. http_do returns 0 when an HTTP answer arrived — whatever its status —
+ * and a negative ERR_* code with a message when none did (connection, TLS,
+ * timeout, cap). Map an answer's status with http_status_err. The TLS
+ * configuration and bearer token are borrowed for the call only and never
+ * appear in messages. Requests to loopback and link-local hosts (the metadata
+ * services) never go through a proxy. */
+#ifndef BOOTCCM_HTTP_H
+#define BOOTCCM_HTTP_H
+
+#include <stddef.h>
+
+#include "err.h"
+
+#define HTTP_BODY_MAX (16 * 1024 * 1024)  /* bytes: default response cap */
+#define HTTP_CONNECT_TIMEOUT_MS 5000      /* default connect timeout */
+#define HTTP_HEADER_MAX 8192              /* bytes: a captured header value */
+
+struct http_tls {
+	const char *ca_pem;        /* trusted CAs (PEM) or NULL */
+	size_t ca_pem_len;
+	const char *ca_file;       /* trusted CAs from a file, when ca_pem is NULL */
+	const char *cert_pem;      /* client certificate chain (PEM) or NULL */
+	size_t cert_pem_len;
+	const char *key_pem;       /* client private key (PEM) or NULL */
+	size_t key_pem_len;
+	const char *server_name;   /* verify the peer and send SNI for this name
+	                              instead of the URL's host (tls-server-name) */
+	int insecure;              /* skip peer verification: only when a user
+	                              explicitly configured it */
+};
+
+/* http_on_data receives a streamed body chunk; return 0 to go on or a
+ * negative ERR_* code to abort the transfer with that code. */
+typedef int (*http_on_data)(const char *buf, size_t len, void *arg);
+
+struct http_request {
+	const char *method;              /* GET, POST, PUT, PATCH, DELETE */
+	const char *url;
+	const char *const *headers;      /* NULL-terminated "Name: value" or NULL */
+	const char *bearer_token;        /* or NULL; a secret */
+	const char *content_type;        /* of body, or NULL */
+	const char *body;
+	size_t body_len;
+	const struct http_tls *tls;      /* NULL for plain http:// */
+	long connect_timeout_ms;         /* 0 = HTTP_CONNECT_TIMEOUT_MS */
+	long timeout_ms;                 /* whole request; 0 = no limit (watches) */
+	long low_speed_time_s;           /* abort when nothing arrives for this long; 0 = off */
+	size_t max_body;                 /* 0 = HTTP_BODY_MAX */
+	http_on_data on_data;            /* stream the body here instead of buffering */
+	void *on_data_arg;
+};
+
+struct http_response {
+	long status;
+	char *body;                      /* NUL-terminated; NULL when streamed */
+	size_t body_len;
+	char *content_type;              /* or NULL */
+	long retry_after_s;              /* Retry-After in seconds, -1 if absent */
+	char *warning;                   /* first Warning header or NULL */
+};
+
+struct http_client;
+
+/* http_client_new returns a client, or NULL when out of memory. */
+struct http_client *http_client_new(void);
+void http_client_free(struct http_client *c);
+
+/* http_do performs one request. On 0, *ret holds the answer (free it with
+ * http_response_free); on failure *ret is untouched. */
+int http_do(struct http_client *c, const struct http_request *req,
+    struct http_response *ret, struct errbuf *e);
+
+void http_response_free(struct http_response *r);
+
+/* http_status_err maps an HTTP status to 0 (2xx) or an ERR_* code. */
+int http_status_err(long status);
+
+/* http_host_is_local tells whether a URL's host is loopback or link-local
+ * (169.254.0.0/16, fe80::/10, fd00:ec2::254): such requests bypass proxies. */
+int http_host_is_local(const char *url);
+
+/* http_global_init once at start, before threads (curl_global_init). */
+int http_global_init(struct errbuf *e);
+
+/* http_backend returns the TLS library curl was built with ("wolfSSL/5.5.4"). */
+const char *http_backend(void);
+
+#endif

@@ -1,0 +1,84 @@
+#!/bin/sh
+# check.sh - run every test suite against the built binaries and end with one
+# summary line: "check: N passed, N failed". Called by `make check` after the
+# builds; BUILD, PYTHON and FUZZ_SECONDS come from the Makefile.
+set -u
+BUILD=${BUILD:-build}
+PYTHON=${PYTHON:-/usr/bin/python3}
+FUZZ_SECONDS=${FUZZ_SECONDS:-10}
+out="$BUILD/check"
+rm -rf "$out"
+mkdir -p "$out"
+total_p=0 total_f=0 total_s=0
+suites=""
+
+add() { # add NAME PASSED FAILED [SKIPPED]
+	total_p=$((total_p + $2)); total_f=$((total_f + $3)); total_s=$((total_s + ${4:-0}))
+	suites="$suites$(printf '  %-28s %5d passed, %d failed, %d skipped' "$1" "$2" "$3" "${4:-0}")
+"
+}
+
+unit() { # unit NAME PROGRAM...
+	name=$1; shift
+	echo "== $name"
+	tests/run-unit.sh "$@" | tee "$out/$name.txt"
+	line=$(tail -n 1 "$out/$name.txt")
+	p=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\1/')
+	f=$(echo "$line" | sed -E 's/.*: ([0-9]+) passed, ([0-9]+) failed/\2/')
+	add "$name" "${p:-0}" "${f:-1}"
+}
+
+pytest_suite() { # pytest_suite NAME BOOTCCM_PATH DIR...
+	name=$1 bin=$2; shift 2
+	echo "== $name"
+	BOOTCCM="$bin" "$PYTHON" -m pytest -q -p no:cacheprovider \
+		--junitxml="$out/$name.xml" "$@"
+	counts=$("$PYTHON" - "$out/$name.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+try:
+    root = ET.parse(sys.argv[1]).getroot()
+except Exception:
+    print("0 1 0"); sys.exit()
+t = f = s = 0
+for ts in ([root] if root.tag == "testsuite" else root.iter("testsuite")):
+    t += int(ts.get("tests", 0)); s += int(ts.get("skipped", 0))
+    f += int(ts.get("failures", 0)) + int(ts.get("errors", 0))
+print(t - f - s, f if t else 1, s)
+PY
+)
+	# shellcheck disable=SC2086
+	add "$name" $counts
+}
+
+fuzz() { # each harness over its seed corpus and FUZZ_SECONDS of new inputs
+	p=0 f=0
+	for fz in "$BUILD"/fuzz/fuzz_*; do
+		[ -x "$fz" ] || continue
+		n=$(basename "$fz"); corpus="tests/fuzz/corpus/${n#fuzz_}"
+		work="$out/corpus-$n"; mkdir -p "$work"
+		echo "== fuzz $n (${FUZZ_SECONDS}s)"
+		if "$fz" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+			-print_final_stats=0 "$work" "$corpus" >"$out/$n.log" 2>&1; then
+			p=$((p + 1))
+		else
+			f=$((f + 1)); tail -n 40 "$out/$n.log"
+		fi
+	done
+	add fuzz "$p" "$f"
+}
+
+unit unit-asan "$BUILD"/dev/tests/test_*
+unit unit-tsan "$BUILD"/tsan/tests/test_*
+fuzz
+pytest_suite static-artifact "$BUILD/bootccm" tests/static
+pytest_suite e2e-static "$BUILD/bootccm" tests/e2e
+pytest_suite e2e-asan "$BUILD/dev/bootccm" tests/e2e
+pytest_suite fake-apiserver "$BUILD/bootccm" tests/fakes --ignore=tests/fakes/metadata
+pytest_suite fake-metadata "$BUILD/bootccm" tests/fakes/metadata
+pytest_suite install "$BUILD/bootccm" tests/install
+
+echo
+echo "Suites:"
+printf '%s' "$suites"
+echo "check: $total_p passed, $total_f failed, $total_s skipped"
+[ "$total_f" = 0 ]

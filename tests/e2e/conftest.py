@@ -1,0 +1,118 @@
+"""Fixtures for bootccm's end-to-end tests: the binary under test (BOOTCCM,
+default build/bootccm), the fake API server, and a running daemon."""
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
+
+import apiserver  # noqa: E402
+
+
+def bootccm_path():
+    p = os.environ.get("BOOTCCM") or os.path.join(ROOT, "build", "bootccm")
+    if not os.access(p, os.X_OK):
+        raise RuntimeError("no bootccm binary at %s (set BOOTCCM or run make)" % p)
+    return os.path.abspath(p)
+
+
+@pytest.fixture(scope="session")
+def bootccm():
+    return bootccm_path()
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    return str(tmp_path)
+
+
+@pytest.fixture
+def api():
+    with apiserver.FakeAPIServer() as srv:
+        yield srv
+
+
+def run(args, timeout=30, env=None):
+    """Run bootccm to completion; returns CompletedProcess with text output."""
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run([bootccm_path()] + list(args), capture_output=True,
+                          text=True, timeout=timeout, env=e)
+
+
+class Daemon(object):
+    """bootccm running in the background, its stderr collected in a file."""
+
+    def __init__(self, args, env=None):
+        self.log_path = tempfile.mktemp(prefix="bootccm-", suffix=".log")
+        self.log = open(self.log_path, "w")
+        self.result = None
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        self.proc = subprocess.Popen([bootccm_path()] + list(args),
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=e)
+
+    def output(self):
+        if self.result is not None:
+            return self.result[1]
+        with open(self.log_path) as f:
+            return f.read()
+
+    def wait_for(self, text, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output():
+                return True
+            if self.proc.poll() is not None:
+                raise AssertionError("bootccm exited with %s before %r:\n%s"
+                                     % (self.proc.returncode, text, self.output()))
+            time.sleep(0.02)
+        raise AssertionError("no %r within %ss:\n%s" % (text, timeout, self.output()))
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, timeout=10):
+        if self.result is not None:
+            return self.result
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        rc = self.proc.returncode
+        out = self.output()
+        os.unlink(self.log_path)
+        self.result = (rc, out)
+        return self.result
+
+
+@pytest.fixture
+def daemon():
+    started = []
+
+    def start(args, env=None):
+        d = Daemon(args, env)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        rc, out = d.stop()
+        # a sanitizer report or a crash fails the test that started it
+        assert "ERROR: AddressSanitizer" not in out, out
+        assert "runtime error:" not in out, out
+        assert rc in (0, -signal.SIGTERM), "bootccm exited %s:\n%s" % (rc, out)

@@ -1,0 +1,222 @@
+/* test_flags.c - pflag syntax, Go durations, bootccm's option table. */
+#include <stdlib.h>
+
+#include "flags.h"
+#include "harness.h"
+#include "options.h"
+
+static int b1;
+static int i1;
+static double f1;
+static char *s1;
+static int64_t d1;
+
+static struct flag set[] = {
+	{ "enable", FLAG_BOOL, &b1, "true", "a boolean", 0 },
+	{ "count", FLAG_INT, &i1, "3", "an int", 0 },
+	{ "qps", FLAG_FLOAT, &f1, "20", "a float", 0 },
+	{ "name", FLAG_STRING, &s1, "x", "a string", 0 },
+	{ "period", FLAG_DURATION, &d1, "15s", "a duration", 0 },
+	{ "v", FLAG_INT, &i1, "0", "verbosity", 0 },
+};
+#define NSET (sizeof(set) / sizeof(set[0]))
+
+static int
+parse(int argc, char **argv, struct errbuf *e)
+{
+	flags_defaults(set, NSET, e);
+	return flags_parse(set, NSET, argc, argv, 1, NULL, e);
+}
+
+TEST(defaults)
+{
+	struct errbuf e;
+	char *argv[] = { "p" };
+	CHECK(parse(1, argv, &e) == 0);
+	CHECK(b1 == 1 && i1 == 0 && f1 == 20 && d1 == 15 * NS_PER_S);
+	CHECK_STR(s1, "x");
+}
+
+TEST(equals_and_separate_values)
+{
+	struct errbuf e;
+	char *argv[] = { "p", "--count=7", "--name", "y z", "--qps=2.5", "--period", "1h30m" };
+	CHECK(parse(7, argv, &e) == 0);
+	CHECK(i1 == 7);
+	CHECK_STR(s1, "y z");
+	CHECK(f1 == 2.5);
+	CHECK(d1 == 90 * 60 * NS_PER_S);
+	CHECK(flags_find(set, NSET, "count")->set == 1);
+}
+
+TEST(booleans_never_take_the_next_argument)
+{
+	struct errbuf e;
+	char *argv1[] = { "p", "--enable=false" };
+	CHECK(parse(2, argv1, &e) == 0 && b1 == 0);
+	char *argv2[] = { "p", "--enable" };
+	CHECK(parse(2, argv2, &e) == 0 && b1 == 1);
+	char *argv3[] = { "p", "--enable", "false" };
+	CHECK(parse(3, argv3, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "unexpected argument \"false\"");
+	char *argv4[] = { "p", "--enable=maybe" };
+	CHECK(parse(2, argv4, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--enable");
+}
+
+TEST(verbosity_forms)
+{
+	struct errbuf e;
+	char *a1[] = { "p", "-v=4" };
+	CHECK(parse(2, a1, &e) == 0 && i1 == 4);
+	char *a2[] = { "p", "-v", "5" };
+	CHECK(parse(3, a2, &e) == 0 && i1 == 5);
+	char *a3[] = { "p", "-v6" };
+	CHECK(parse(2, a3, &e) == 0 && i1 == 6);
+	char *a4[] = { "p", "--v=7" };
+	CHECK(parse(2, a4, &e) == 0 && i1 == 7);
+}
+
+TEST(unknown_and_malformed_flags_are_named)
+{
+	struct errbuf e;
+	char *a1[] = { "p", "--nope=1" };
+	CHECK(parse(2, a1, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "unknown flag: --nope");
+	char *a2[] = { "p", "--count=seven" };
+	CHECK(parse(2, a2, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "invalid argument \"seven\" for \"--count\" flag");
+	char *a3[] = { "p", "--period=15" };
+	CHECK(parse(2, a3, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--period");
+	char *a4[] = { "p", "--name" };
+	CHECK(parse(2, a4, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "flag needs an argument: --name");
+	char *a5[] = { "p", "-name=x" };
+	CHECK(parse(2, a5, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "unknown shorthand flag: 'n'");
+	char *a6[] = { "p", "positional" };
+	CHECK(parse(2, a6, &e) == ERR_INVALID);
+	char *a7[] = { "p", "--count=99999999999" };
+	CHECK(parse(2, a7, &e) == ERR_INVALID);
+	char *a8[] = { "p", "--qps=nan" };
+	CHECK(parse(2, a8, &e) == ERR_INVALID);
+	char *a9[] = { "p", "---count=1" };
+	CHECK(parse(2, a9, &e) == ERR_INVALID);
+}
+
+TEST(double_dash_ends_flags)
+{
+	struct errbuf e;
+	int rest = -1;
+	char *a[] = { "p", "--count=1", "--", "--count=2" };
+	flags_defaults(set, NSET, &e);
+	CHECK(flags_parse(set, NSET, 4, a, 1, &rest, &e) == 0);
+	CHECK(rest == 3 && i1 == 1);
+}
+
+TEST(durations)
+{
+	int64_t ns;
+	CHECK(duration_parse("15s", &ns) == 0 && ns == 15 * NS_PER_S);
+	CHECK(duration_parse("5m", &ns) == 0 && ns == 300 * NS_PER_S);
+	CHECK(duration_parse("1h30m", &ns) == 0 && ns == 5400 * NS_PER_S);
+	CHECK(duration_parse("1.5h", &ns) == 0 && ns == 5400 * NS_PER_S);
+	CHECK(duration_parse("300ms", &ns) == 0 && ns == 300 * NS_PER_MS);
+	CHECK(duration_parse("2us", &ns) == 0 && ns == 2000);
+	CHECK(duration_parse("2\xc2\xb5s", &ns) == 0 && ns == 2000);
+	CHECK(duration_parse("7ns", &ns) == 0 && ns == 7);
+	CHECK(duration_parse("0", &ns) == 0 && ns == 0);
+	CHECK(duration_parse("-2s", &ns) == 0 && ns == -2 * NS_PER_S);
+	CHECK(duration_parse("1h2m3s4ms", &ns) == 0 &&
+	    ns == 3723 * NS_PER_S + 4 * NS_PER_MS);
+	CHECK(duration_parse("", &ns) == ERR_INVALID);
+	CHECK(duration_parse("15", &ns) == ERR_INVALID);
+	CHECK(duration_parse("s", &ns) == ERR_INVALID);
+	CHECK(duration_parse("1d", &ns) == ERR_INVALID);
+	CHECK(duration_parse("1.s", &ns) == 0 && ns == NS_PER_S);
+	CHECK(duration_parse(".", &ns) == ERR_INVALID);
+	CHECK(duration_parse("3000000h", &ns) == ERR_INVALID); /* overflows int64 ns */
+	CHECK(duration_parse("9999999999999999999999s", &ns) == ERR_INVALID);
+}
+
+TEST(duration_format_like_go)
+{
+	char b[64];
+	duration_format(15 * NS_PER_S, b, sizeof(b)); CHECK_STR(b, "15s");
+	duration_format(300 * NS_PER_S, b, sizeof(b)); CHECK_STR(b, "5m0s");
+	duration_format(5400 * NS_PER_S, b, sizeof(b)); CHECK_STR(b, "1h30m0s");
+	duration_format(1500 * NS_PER_MS, b, sizeof(b)); CHECK_STR(b, "1.5s");
+	duration_format(300 * NS_PER_MS, b, sizeof(b)); CHECK_STR(b, "300ms");
+	duration_format(0, b, sizeof(b)); CHECK_STR(b, "0s");
+	duration_format(-2 * NS_PER_S, b, sizeof(b)); CHECK_STR(b, "-2s");
+	duration_format(12, b, sizeof(b)); CHECK_STR(b, "12ns");
+}
+
+TEST(options_upstream_defaults)
+{
+	struct options o;
+	struct errbuf e;
+	char *argv[] = { "bootccm" };
+	CHECK(options_parse(&o, 1, argv, 1, &e) == 0);
+	CHECK(o.secure_port == 10258);
+	CHECK_STR(o.bind_address, "0.0.0.0");
+	CHECK(o.kube_api_qps == 20 && o.kube_api_burst == 30);
+	CHECK(o.leader_elect == 1);
+	CHECK(o.leader_elect_lease_duration_ns == 15 * NS_PER_S);
+	CHECK(o.leader_elect_renew_deadline_ns == 10 * NS_PER_S);
+	CHECK(o.leader_elect_retry_period_ns == 2 * NS_PER_S);
+	CHECK_STR(o.leader_elect_resource_name, "cloud-controller-manager");
+	CHECK_STR(o.leader_elect_resource_namespace, "kube-system");
+	CHECK_STR(o.controllers, "*");
+	CHECK_STR(o.cluster_name, "kubernetes");
+	CHECK(o.configure_cloud_routes == 1 && o.allocate_node_cidrs == 0);
+	CHECK(o.node_monitor_period_ns == 5 * NS_PER_S);
+	CHECK(o.node_status_update_frequency_ns == 300 * NS_PER_S);
+	CHECK(o.concurrent_node_syncs == 1 && o.concurrent_service_syncs == 1);
+	CHECK(o.node_name != NULL && o.node_name[0] != '\0');
+	options_free(&o);
+}
+
+TEST(options_validation)
+{
+	struct options o;
+	struct errbuf e;
+	char *a1[] = { "bootccm", "--secure-port=70000" };
+	CHECK(options_parse(&o, 2, a1, 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--secure-port");
+	options_free(&o);
+	char *a2[] = { "bootccm", "--leader-elect-renew-deadline=20s" };
+	CHECK(options_parse(&o, 2, a2, 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--leader-elect-lease-duration");
+	options_free(&o);
+	char *a3[] = { "bootccm", "--logging-format=xml" };
+	CHECK(options_parse(&o, 2, a3, 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--logging-format");
+	options_free(&o);
+	char *a4[] = { "bootccm", "--help" };
+	CHECK(options_parse(&o, 2, a4, 1, &e) == OPTIONS_EXIT_HELP);
+	options_free(&o);
+	char *a5[] = { "bootccm", "--kube-api-qps=0" };
+	CHECK(options_parse(&o, 2, a5, 1, &e) == ERR_INVALID);
+	options_free(&o);
+}
+
+TEST(usage_lists_defaults)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	options_usage(f, "bootccm");
+	fclose(f);
+	CHECK_CONTAINS(buf, "--leader-elect-lease-duration duration");
+	CHECK_CONTAINS(buf, "(default 15s)");
+	CHECK_CONTAINS(buf, "--secure-port int");
+	CHECK_CONTAINS(buf, "(default 10258)");
+	CHECK_CONTAINS(buf, "--node-status-update-frequency duration");
+	CHECK_CONTAINS(buf, "(default 5m0s)");
+	CHECK_CONTAINS(buf, "(default \"cloud-controller-manager\")");
+	free(buf);
+}
+
+TEST_MAIN()
