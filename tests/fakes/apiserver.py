@@ -580,9 +580,9 @@ class FakeAPIServer(object):
         body; Retry-After when retry_after is set), or their connection reset
         without an answer (abort=True), or served normally (delay only).
         Returns the fault id."""
-        f = Fault(path_prefix, status, count, method, verb, retry_after, delay,
-                  abort, message, user)
         with self._lock:
+            f = Fault(path_prefix, status, count, method, verb, retry_after,
+                      delay, abort, message, user)
             self._faults.append(f)
         return f.id
 

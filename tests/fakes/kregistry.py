@@ -266,8 +266,9 @@ class View(object):
         st, o = self.store.delete(self.rkey, ns, name, expect_rv)
         return st, self.out(o)
 
-    def changes_since(self, since_rv, timeout):
-        changes, cur = self.store.changes_since(self.rkey, since_rv, timeout)
+    def changes_since(self, since_rv, timeout, wid=None):
+        changes, cur = self.store.changes_since(self.rkey, since_rv, timeout,
+                                                wid)
         if self.conv:
             changes = [kstore.Change(c.rv, c.type, c.rkey, c.ns, c.name,
                                      self.out(c.obj), self.out(c.prev))
@@ -585,38 +586,49 @@ class Registry(object):
                                      "annotations": {"k8s.io/initial-events-end": "true"}}}))
                 pos = snap_rv
             next_bm = time.time() + self.server.bookmark_interval
-            last_rv = pos
-            while True:
-                now = time.time()
-                if now >= deadline:
-                    break
-                wait = deadline - now
-                if bookmarks:
-                    wait = min(wait, max(0.0, next_bm - now))
-                try:
-                    changes, cur = view.changes_since(pos, wait)
-                except ValueError:
-                    st = kerrors.expired("too old resource version: %d (%d)" %
-                                         (pos, self.store.compacted)).status()
-                    h.stream_chunk(self._event("ERROR", res, st))
-                    break
-                except EOFError:
-                    break
-                for c in changes:
-                    pos = c.rv
-                    last_rv = c.rv
-                    ev = self._watch_event(c, ns, ls, fs)
-                    if ev:
-                        h.stream_chunk(self._event(ev[0], res, ev[1]))
-                if bookmarks and time.time() >= next_bm:
-                    bm_rv = max(last_rv, self.store.current_rv())
-                    h.stream_chunk(self._event("BOOKMARK", res, {
-                        "metadata": {"resourceVersion": str(bm_rv),
-                                     "creationTimestamp": None}}))
-                    next_bm = time.time() + self.server.bookmark_interval
+            try:
+                wid = self.store.watch_open(pos)
+            except ValueError:
+                st = kerrors.expired("too old resource version: %d (%d)" %
+                                     (pos, self.store.compacted)).status()
+                h.stream_chunk(self._event("ERROR", res, st))
+                h.end_stream()
+                return
+            try:
+                self._watch_loop(h, res, view, wid, pos, deadline, next_bm,
+                                 bookmarks, ns, ls, fs)
+            finally:
+                self.store.watch_close(wid)
             h.end_stream()
         except (OSError, ValueError):
             h.close_connection = True
+
+    def _watch_loop(self, h, res, view, wid, pos, deadline, next_bm,
+                    bookmarks, ns, ls, fs):
+        while True:
+            now = time.time()
+            if now >= deadline:
+                return
+            wait = deadline - now
+            if bookmarks:
+                wait = min(wait, max(0.0, next_bm - now))
+            try:
+                changes, cur = view.changes_since(pos, wait, wid)
+            except EOFError:
+                return
+            for c in changes:
+                ev = self._watch_event(c, ns, ls, fs)
+                if ev:
+                    h.stream_chunk(self._event(ev[0], res, ev[1]))
+            # every change of this resource up to cur has been seen: the
+            # watch now stands at cur (compaction cannot expire it, as with
+            # the real watch cache) and bookmarks may say so
+            pos = max(pos, cur)
+            if bookmarks and time.time() >= next_bm:
+                h.stream_chunk(self._event("BOOKMARK", res, {
+                    "metadata": {"resourceVersion": str(pos),
+                                 "creationTimestamp": None}}))
+                next_bm = time.time() + self.server.bookmark_interval
 
     def _watch_event(self, c, ns, ls, fs):
         cur = self._matches(c.obj, ns, ls, fs) if c.type != "DELETED" else False

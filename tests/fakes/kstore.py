@@ -49,6 +49,8 @@ class Store(object):
         self.history_rvs = []      # rv of each Change, for bisect
         self.compacted = 0         # changes with rv <= compacted are gone
         self.closed = False
+        self.watchers = {}         # watch id -> rv it has seen up to
+        self._next_watch = 0
 
     # -- reads -------------------------------------------------------------
 
@@ -157,12 +159,19 @@ class Store(object):
                 rv = self.rv
             if rv <= self.compacted:
                 return self.compacted
-            i = bisect.bisect_right(self.history_rvs, rv)
-            del self.history[:i]
-            del self.history_rvs[:i]
             self.compacted = rv
+            self._trim()
             self.cond.notify_all()
             return rv
+
+    def _trim(self):
+        # established watches keep what they still have to see, as the real
+        # watch cache delivers to them whatever etcd compacts meanwhile
+        keep = min([self.compacted] + list(self.watchers.values()))
+        i = bisect.bisect_right(self.history_rvs, keep)
+        if i:
+            del self.history[:i]
+            del self.history_rvs[:i]
 
     def close(self):
         with self.cond:
@@ -171,21 +180,40 @@ class Store(object):
 
     # -- watch -------------------------------------------------------------
 
-    def changes_since(self, rkey, since_rv, timeout):
+    def watch_open(self, since_rv):
+        """Register a watch that has seen everything up to since_rv; returns
+        its id.  Raises ValueError("compacted") when since_rv is too old."""
+        with self.cond:
+            if since_rv < self.compacted:
+                raise ValueError("compacted")
+            self._next_watch += 1
+            self.watchers[self._next_watch] = since_rv
+            return self._next_watch
+
+    def watch_close(self, wid):
+        with self.cond:
+            self.watchers.pop(wid, None)
+            self._trim()
+
+    def changes_since(self, rkey, since_rv, timeout, wid=None):
         """Wait up to timeout for changes of rkey after since_rv.
 
-        Returns (list of Change, current rv).  Raises ValueError("compacted")
-        when since_rv is older than the kept history, EOFError when closed.
+        wid: an id from watch_open (the watch then stands at the returned
+        rv).  Returns (list of Change, current rv).  Raises
+        ValueError("compacted") when since_rv is older than the kept history,
+        EOFError when closed.
         """
         with self.cond:
             while True:
                 if self.closed:
                     raise EOFError()
-                if since_rv < self.compacted:
+                if wid is None and since_rv < self.compacted:
                     raise ValueError("compacted")
                 i = bisect.bisect_right(self.history_rvs, since_rv)
                 out = [c for c in self.history[i:] if c.rkey == rkey]
                 if out or timeout <= 0:
+                    if wid is not None and wid in self.watchers:
+                        self.watchers[wid] = self.rv
                     return out, self.rv
                 self.cond.wait(timeout)
                 timeout = 0

@@ -135,9 +135,24 @@ def is_cidr(v):
 
 # ------------------------------------------------------------ object meta
 
+def is_path_segment_name(v):
+    """RBAC object names (ValidateRBACName = path.IsValidPathSegmentName):
+    anything but "." and "..", without "/" or "%" ("system:..." is fine)."""
+    if v in (".", ".."):
+        return ['may not be \'%s\'' % v]
+    for bad in ("/", "%"):
+        if bad in v:
+            return ['may not contain \'%s\'' % bad]
+    return []
+
+
 NAME_CHECKS = {
     "Service": is_dns1035_label,
     "Namespace": is_dns1123_label,
+    "Role": is_path_segment_name,
+    "ClusterRole": is_path_segment_name,
+    "RoleBinding": is_path_segment_name,
+    "ClusterRoleBinding": is_path_segment_name,
 }
 
 

@@ -652,3 +652,36 @@ def test_watch_ends_on_stop_and_outage(srv, admin):
     assert not t.is_alive()
     assert "err" in out
     time.sleep(0.3)
+
+
+def test_established_watch_survives_compaction(srv, admin):
+    import threading
+    out = {}
+    rv = srv.resource_version
+
+    def run():
+        out["evs"] = read_events(admin, NODES + "?watch=1&timeoutSeconds=1&resourceVersion=%d"
+                                 "&allowWatchBookmarks=true" % rv)
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.3)
+    srv.create_object({"apiVersion": "v1", "kind": "ConfigMap",
+                       "metadata": {"name": "unrelated", "namespace": "default"}})
+    srv.compact()
+    srv.create_object(node("wd"))
+    t.join(5)
+    types = [e["type"] for e in out["evs"]]
+    assert "ERROR" not in types and "ADDED" in types
+    added = [e for e in out["evs"] if e["type"] == "ADDED"][0]
+    later = [int(e["object"]["metadata"]["resourceVersion"]) for e in out["evs"]
+             if e["type"] == "BOOKMARK"]
+    assert later and max(later) >= int(added["object"]["metadata"]["resourceVersion"])
+
+
+def test_go_json_escaping(admin):
+    admin.request("POST", "/api/v1/namespaces/default/configmaps",
+                  {"metadata": {"name": "esc"}, "data": {"k": "<a&b> é"}})
+    admin.request("GET", "/version")
+    admin.conn.request("GET", "/api/v1/namespaces/default/configmaps/esc")
+    raw = admin.conn.getresponse().read()
+    assert b'"k":"\\u003ca\\u0026b\\u003e \xc3\xa9"' in raw
