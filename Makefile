@@ -122,7 +122,7 @@ check: packages
 
 demo: packages
 	$(MAKE) static
-	@BUILD=$(BUILD) PYTHON=$(PYTHON) tests/demo.sh
+	@$(PYTHON) tests/demo.py --bootccm $(BUILD)/bootccm
 
 install: $(BUILD)/bootccm
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8
