@@ -173,6 +173,8 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = ""
     sys_version = ""
+    disable_nagle_algorithm = True  # Go sets TCP_NODELAY on every connection
+    wbufsize = -1  # buffered: one write per response; flushed in reply()
 
     def __init__(self, sock, addr, fake):
         self.fake = fake
@@ -235,13 +237,16 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Content-Type", "application/json")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+        self.wfile.flush()
         self._code = 200
 
     def stream_chunk(self, data):
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+        self.wfile.flush()
 
     def end_stream(self):
         self.wfile.write(b"0\r\n\r\n")
+        self.wfile.flush()
 
     def abort(self):
         """Reset the TCP connection without an HTTP answer."""
@@ -664,7 +669,26 @@ class FakeAPIServer(object):
             time.sleep(0.01)
         raise AssertionError("no matching request within %.1fs" % timeout)
 
+    def writes(self, since=0):
+        """Logged create/update/patch/delete/deletecollection requests."""
+        return [e for e in self.request_log(since)
+                if e["verb"] in ("create", "update", "patch", "delete",
+                                 "deletecollection")]
+
     # -- storage helpers for tests -------------------------------------------
+
+    def wait_for_object(self, resource, name, pred=lambda o: o is not None,
+                        namespace="", group="", timeout=5.0):
+        """Poll until pred(object or None) is true; returns the object."""
+        end = time.time() + timeout
+        while True:
+            o = self.get_object(resource, name, namespace, group)
+            if pred(o):
+                return o
+            if time.time() >= end:
+                raise AssertionError("%s %s: condition not met within %.1fs"
+                                     % (resource, name, timeout))
+            time.sleep(0.01)
 
     def create_object(self, obj):
         """Create obj (a full object with apiVersion/kind) as an admin would;

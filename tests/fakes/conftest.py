@@ -25,6 +25,7 @@ class _Conn(http.client.HTTPSConnection):
 
     def connect(self):
         sock = socket.create_connection((self.host, self.port), self.timeout)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.sock = self._context.wrap_socket(sock, server_hostname=self._sni)
 
 

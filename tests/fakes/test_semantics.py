@@ -268,7 +268,8 @@ def test_finalizers_and_deletion(srv, admin):
     code, _, body = admin.request("PATCH", base + "/fin",
                                   {"metadata": {"finalizers": None}}, ctype=MERGE)
     assert code == 200
-    assert srv.get_object("services", "fin", "default") is None
+    assert srv.wait_for_object("services", "fin", lambda o: o is None,
+                               "default", timeout=1) is None
 
 
 def test_delete_preconditions_and_status(admin, mk):

@@ -197,6 +197,7 @@ def test_request_log_fields_and_file(srv, admin):
     assert e["code"] == 200
     assert e["body"] == {"metadata": {"labels": {"a": "b"}}}
     assert e["resource"] == "namespaces" and e["name"] == "default"
+    assert srv.writes(seq) == [e]
     with open(os.path.join(srv.state_dir, "requests.log")) as f:
         lines = [json.loads(x) for x in f]
     assert lines[-1]["seq"] == e["seq"]
