@@ -21,6 +21,9 @@ TLS_DEV := src/tlsctx_blob.c
 CORE := $(filter-out src/main.c $(TLS_STATIC) $(TLS_DEV),$(SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+# Driver programs: small C programs that run one module (a reflector, the
+# leader elector...) against the fake API server for the end-to-end tests.
+DRIVER_SRCS := $(sort $(wildcard tests/drivers/drv_*.c))
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-Wpointer-arith -Wformat=2 -Wvla -Wno-format-truncation
@@ -37,7 +40,7 @@ STATIC_OBJS := $(patsubst %.c,$(BUILD)/static/%.o,$(CORE) src/main.c $(TLS_STATI
 
 # --- glibc builds against Debian's -dev packages -----------------------------
 DEV_CC := gcc
-DEV_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) $(CPPFLAGS_ALL)
+DEV_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) $(CPPFLAGS_ALL) -Itests/unit
 SYS_LIBS := -lcurl -ljson-c -lyaml -lpthread -lm
 ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN := -fsanitize=thread
@@ -46,6 +49,8 @@ TSAN_OBJS := $(patsubst %.c,$(BUILD)/tsan/%.o,$(CORE) $(TLS_DEV))
 UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/dev/tests/%,$(UNIT_SRCS))
 TSAN_UNIT_BINS := $(patsubst tests/unit/%.c,$(BUILD)/tsan/tests/%,$(UNIT_SRCS))
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
+DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/dev/drivers/%,$(DRIVER_SRCS))
+TSAN_DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/tsan/drivers/%,$(DRIVER_SRCS))
 
 .PHONY: all static dev tsan unit fuzz check demo install clean packages deps FORCE
 .DELETE_ON_ERROR:
@@ -98,8 +103,15 @@ $(BUILD)/tsan/tests/%: $(BUILD)/tsan/tests/unit/%.o $(TSAN_OBJS)
 	@mkdir -p $(@D)
 	$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
 
-dev: $(BUILD)/dev/bootccm $(UNIT_BINS)
-tsan: $(BUILD)/tsan/bootccm $(TSAN_UNIT_BINS)
+$(BUILD)/dev/drivers/%: $(BUILD)/dev/tests/drivers/%.o $(DEV_OBJS)
+	@mkdir -p $(@D)
+	$(DEV_CC) $(ASAN) -o $@ $^ $(SYS_LIBS)
+$(BUILD)/tsan/drivers/%: $(BUILD)/tsan/tests/drivers/%.o $(TSAN_OBJS)
+	@mkdir -p $(@D)
+	$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
+
+dev: $(BUILD)/dev/bootccm $(UNIT_BINS) $(DRIVER_BINS)
+tsan: $(BUILD)/tsan/bootccm $(TSAN_UNIT_BINS) $(TSAN_DRIVER_BINS)
 
 # --- fuzzing (clang libFuzzer) ------------------------------------------------
 FUZZ_CFLAGS := -std=gnu11 -g -O1 $(CPPFLAGS_ALL) -fsanitize=fuzzer,address,undefined

@@ -18,6 +18,8 @@ struct http_client {
 /* The state of one transfer, shared with curl's callbacks. */
 struct http_xfer {
 	const struct http_request *req;
+	CURL *h;
+	int streaming;         /* 1: 2xx, chunks go to on_data; 0: buffered; -1: unknown yet */
 	size_t cap;
 	char *body;
 	size_t len, alloc;
@@ -143,7 +145,13 @@ http_write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 	struct http_xfer *x = arg;
 	size_t n = size * nmemb;
 
-	if (x->req->on_data) {
+	if (x->streaming < 0) {
+		/* stream only successful answers: an error's Status body is kept */
+		long status = 0;
+		curl_easy_getinfo(x->h, CURLINFO_RESPONSE_CODE, &status);
+		x->streaming = x->req->on_data && status >= 200 && status < 300;
+	}
+	if (x->streaming) {
 		int r = x->req->on_data(ptr, n, x->req->on_data_arg);
 		if (r < 0) {
 			x->cb_err = r;
@@ -307,7 +315,7 @@ int
 http_do(struct http_client *c, const struct http_request *req,
     struct http_response *ret, struct errbuf *e)
 {
-	struct http_xfer x = { .req = req, .retry_after_s = -1 };
+	struct http_xfer x = { .req = req, .h = c->h, .streaming = -1, .retry_after_s = -1 };
 	struct curl_slist *hdrs = NULL, *connect_to = NULL;
 	char *auth = NULL, *ctype = NULL;
 	const char *method = req->method ? req->method : "GET";
@@ -406,7 +414,7 @@ http_do(struct http_client *c, const struct http_request *req,
 	}
 	memset(ret, 0, sizeof(*ret));
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ret->status);
-	if (!req->on_data && x.body == NULL && (x.body = strdup("")) == NULL)
+	if (x.streaming != 1 && x.body == NULL && (x.body = strdup("")) == NULL)
 		goto nomem;
 	ret->body = x.body;
 	ret->body_len = x.len;

@@ -50,7 +50,8 @@ struct http_request {
 	long timeout_ms;                 /* whole request; 0 = no limit (watches) */
 	long low_speed_time_s;           /* abort when nothing arrives for this long; 0 = off */
 	size_t max_body;                 /* 0 = HTTP_BODY_MAX */
-	http_on_data on_data;            /* stream the body here instead of buffering */
+	http_on_data on_data;            /* stream a 2xx answer's body here instead of
+	                                    buffering it; other answers are buffered */
 	void *on_data_arg;
 };
 

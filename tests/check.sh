@@ -31,7 +31,7 @@ unit() { # unit NAME PROGRAM...
 pytest_suite() { # pytest_suite NAME BOOTCCM_PATH DIR...
 	name=$1 bin=$2; shift 2
 	echo "== $name"
-	BOOTCCM="$bin" "$PYTHON" -m pytest -q -p no:cacheprovider \
+	BOOTCCM_DRIVERS="${BOOTCCM_DRIVERS:-$BUILD/dev/drivers}" BOOTCCM="$bin" "$PYTHON" -m pytest -q -p no:cacheprovider \
 		--junitxml="$out/$name.xml" "$@"
 	counts=$("$PYTHON" - "$out/$name.xml" <<'PY'
 import sys, xml.etree.ElementTree as ET
@@ -71,8 +71,10 @@ unit unit-asan "$BUILD"/dev/tests/test_*
 unit unit-tsan "$BUILD"/tsan/tests/test_*
 fuzz
 pytest_suite static-artifact "$BUILD/bootccm" tests/static
-pytest_suite e2e-static "$BUILD/bootccm" tests/e2e
-pytest_suite e2e-asan "$BUILD/dev/bootccm" tests/e2e
+# the driver programs run under ThreadSanitizer beside the static binary, and
+# under AddressSanitizer beside the sanitizer binary
+BOOTCCM_DRIVERS="$BUILD/tsan/drivers" pytest_suite e2e-static "$BUILD/bootccm" tests/e2e
+BOOTCCM_DRIVERS="$BUILD/dev/drivers" pytest_suite e2e-asan "$BUILD/dev/bootccm" tests/e2e
 pytest_suite fake-apiserver "$BUILD/bootccm" tests/fakes --ignore=tests/fakes/metadata
 pytest_suite fake-metadata "$BUILD/bootccm" tests/fakes/metadata
 pytest_suite install "$BUILD/bootccm" tests/install

@@ -37,6 +37,27 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
     const char *content_type, const char *body, json_object **ret,
     long *ret_status, struct errbuf *e);
 
+/* kube_request_stream GETs path (a watch: "...?watch=1&resourceVersion=N")
+ * and hands a 2xx answer's body to on_data chunk by chunk as it arrives (the
+ * callback may return a negative ERR_* code to end the stream with it). A
+ * non-2xx answer is decoded like kube_request's. timeout_ms 0 = no limit.
+ * Returns 0 when the server ended the stream cleanly. */
+int kube_request_stream(struct kube_client *c, const char *path,
+    http_on_data on_data, void *arg, long timeout_ms, long *ret_status,
+    struct errbuf *e);
+
+/* kube_ratelimit_init sets the process-wide client-side rate limit every
+ * request (watches included) waits for: qps tokens a second, burst at most.
+ * Before it is called, requests are not limited. */
+void kube_ratelimit_init(double qps, int burst);
+
+/* kube_ratelimit_reserve takes the next token and returns how many seconds
+ * the caller must wait before using it (0 when one was there). */
+double kube_ratelimit_reserve(void);
+
+/* kube_ratelimit_wait takes a token, sleeping until it is due. */
+void kube_ratelimit_wait(void);
+
 /* kube_status_decode fills e from a Status body and returns the ERR_* code for
  * status (a 409 with reason AlreadyExists is ERR_EXISTS). */
 int kube_status_decode(long status, const char *body, size_t len,

@@ -23,6 +23,16 @@ def bootccm_path():
     return os.path.abspath(p)
 
 
+def driver_path(name):
+    """A driver program (tests/drivers/NAME.c) from BOOTCCM_DRIVERS (default
+    build/dev/drivers): one module run against the fake API server."""
+    d = os.environ.get("BOOTCCM_DRIVERS") or os.path.join(ROOT, "build", "dev", "drivers")
+    p = os.path.join(d, name)
+    if not os.access(p, os.X_OK):
+        raise RuntimeError("no driver %s (run make dev tsan)" % p)
+    return os.path.abspath(p)
+
+
 @pytest.fixture(scope="session")
 def bootccm():
     return bootccm_path()
