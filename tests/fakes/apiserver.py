@@ -161,7 +161,7 @@ class RequestInfo(object):
                 method_verb = "list"
             elif method_verb == "delete":
                 method_verb = "deletecollection"
-        if method_verb in ("list", "get") and \
+        if method_verb == "list" and \
                 query.get("watch", [""])[0] in GO_TRUE:
             method_verb = "watch"
         self.verb = method_verb

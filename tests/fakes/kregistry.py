@@ -767,7 +767,7 @@ class Registry(object):
                     new["status"] = copy.deepcopy(old["status"])
                 else:
                     new.pop("status", None)
-        kvalidate.defaults(res, new, old, self)
+        kvalidate.defaults(res, new, old, self, sub)
         errs = kvalidate.validate(res, new, old, sub)
         if errs:
             raise kerrors.invalid(res.group, res.kind, name, errs)

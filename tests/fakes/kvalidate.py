@@ -462,7 +462,7 @@ def validate(res, obj, old, sub):
 
 # -------------------------------------------------------------- defaults
 
-def defaults(res, obj, old, registry):
+def defaults(res, obj, old, registry, sub=""):
     """Apply the v1 defaulting functions; allocate IPs/ports for Services."""
     k = res.kind
     if res.group == "" and k == "Node":
@@ -481,7 +481,7 @@ def defaults(res, obj, old, registry):
         elif spec.get("podCIDR") and not spec.get("podCIDRs"):
             spec["podCIDRs"] = [spec["podCIDR"]]
     elif res.group == "" and k == "Service":
-        _service_defaults(obj, old, registry)
+        _service_defaults(obj, old, registry, sub)
     elif res.group == "" and k == "Namespace":
         obj.setdefault("spec", {}).setdefault("finalizers", ["kubernetes"])
         obj.setdefault("status", {}).setdefault("phase", "Active")
@@ -512,9 +512,40 @@ def defaults(res, obj, old, registry):
         obj.setdefault("eventTime", None)
 
 
-def _service_defaults(obj, old, registry):
+def _drop_type_dependent(spec, ospec):
+    """dropTypeDependentFields: what the old type allocated goes when the
+    new type does not need it (unless the update changed it)."""
+    t, ot = spec.get("type"), ospec.get("type")
+    node_ports = ("NodePort", "LoadBalancer")
+    if ot in node_ports and t not in node_ports:
+        old_np = {(p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
+                  for p in ospec.get("ports") or []}
+        for p in spec.get("ports") or []:
+            k = (p.get("port"), p.get("protocol", "TCP"))
+            if p.get("nodePort") and p.get("nodePort") == old_np.get(k):
+                del p["nodePort"]
+    if ot == "LoadBalancer" and t != "LoadBalancer":
+        if spec.get("healthCheckNodePort") == ospec.get("healthCheckNodePort"):
+            spec.pop("healthCheckNodePort", None)
+        if spec.get("allocateLoadBalancerNodePorts") == \
+                ospec.get("allocateLoadBalancerNodePorts"):
+            spec.pop("allocateLoadBalancerNodePorts", None)
+        if spec.get("loadBalancerClass") == ospec.get("loadBalancerClass"):
+            spec.pop("loadBalancerClass", None)
+    if ot in node_ports and t not in node_ports and \
+            spec.get("externalTrafficPolicy") == ospec.get("externalTrafficPolicy"):
+        spec.pop("externalTrafficPolicy", None)
+
+
+def _service_defaults(obj, old, registry, sub=""):
     spec = obj.setdefault("spec", {})
     t = spec.setdefault("type", "ClusterIP")
+    if old is not None and sub != "status":
+        _drop_type_dependent(spec, old.get("spec") or {})
+        if t != "LoadBalancer":
+            # the registry clears a load balancer status that no longer
+            # applies, without waiting for the controller
+            obj.setdefault("status", {})["loadBalancer"] = {}
     spec.setdefault("sessionAffinity", "None")
     ospec = (old or {}).get("spec") or {}
     if t != "ExternalName":

@@ -686,3 +686,21 @@ def test_go_json_escaping(admin):
     admin.conn.request("GET", "/api/v1/namespaces/default/configmaps/esc")
     raw = admin.conn.getresponse().read()
     assert b'"k":"\\u003ca\\u0026b\\u003e \xc3\xa9"' in raw
+
+
+def test_service_type_change_drops_lb_fields(admin):
+    base = "/api/v1/namespaces/default/services"
+    code, _, svc = admin.request("POST", base, {
+        "metadata": {"name": "tc"},
+        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}})
+    assert code == 201
+    code, _, svc = admin.request("PATCH", base + "/tc/status", {"status": {
+        "loadBalancer": {"ingress": [{"ip": "192.0.2.7"}]}}}, ctype=MERGE)
+    assert code == 200
+    code, _, svc = admin.request("PATCH", base + "/tc", {"spec": {"type": "ClusterIP"}},
+                                 ctype=MERGE)
+    assert code == 200, svc
+    assert svc["status"] == {"loadBalancer": {}}
+    assert "nodePort" not in svc["spec"]["ports"][0]
+    assert "allocateLoadBalancerNodePorts" not in svc["spec"]
+    assert "externalTrafficPolicy" not in svc["spec"]
