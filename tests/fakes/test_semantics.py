@@ -704,3 +704,37 @@ def test_service_type_change_drops_lb_fields(admin):
     assert "nodePort" not in svc["spec"]["ports"][0]
     assert "allocateLoadBalancerNodePorts" not in svc["spec"]
     assert "externalTrafficPolicy" not in svc["spec"]
+
+
+def test_lease_create_on_update_and_conflict(admin):
+    base = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease",
+             "metadata": {"name": "cou"},
+             "spec": {"holderIdentity": "a", "leaseDurationSeconds": 15}}
+    code, _, body = admin.request("PUT", base + "/cou", lease)
+    assert code == 201, body
+    lease["metadata"]["resourceVersion"] = body["metadata"]["resourceVersion"]
+    lease["spec"]["holderIdentity"] = "b"
+    code, _, body = admin.request("PUT", base + "/cou", lease)
+    assert code == 200
+    code, _, body = admin.request("PUT", base + "/cou", lease)
+    assert code == 409
+    assert body["details"] == {"name": "cou", "group": "coordination.k8s.io",
+                               "kind": "leases"}
+    code, _, body = admin.request("PATCH", base + "/cou", {"spec": {"leaseDurationSeconds": 0}},
+                                  ctype=MERGE)
+    assert code == 422
+    assert body["details"]["causes"][0]["field"] == "spec.leaseDurationSeconds"
+
+
+def test_deletecollection_with_selector(srv, admin):
+    for i, role in enumerate(["a", "a", "b"]):
+        srv.create_object({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "dc%d" % i, "namespace": "kube-public",
+                                        "labels": {"role": role}}})
+    code, _, body = admin.request("DELETE", "/api/v1/namespaces/kube-public/configmaps"
+                                  "?labelSelector=role%3Da")
+    assert code == 200
+    left = [o["metadata"]["name"] for o in srv.list_objects("configmaps", "kube-public")
+            if o["metadata"]["name"].startswith("dc")]
+    assert left == ["dc2"]

@@ -332,3 +332,13 @@ def test_pki_cli(tmp_path):
                          text=True).stdout
     assert "O = a, O = b, CN = u" in out
     assert pki.load_ca(d).cert.endswith("ca.crt")
+
+
+def test_client_cert_from_another_ca_fails_handshake(srv, tmp_path):
+    other = pki.make_ca(str(tmp_path), "other")
+    cert = pki.make_client_cert(str(tmp_path), other, "intruder", "x",
+                                ["system:masters"])
+    c = Client(srv, cert=cert)
+    with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
+        c.get("/version")
+    c.close()
