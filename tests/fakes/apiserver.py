@@ -310,6 +310,7 @@ class FakeAPIServer(object):
         self._lock = threading.RLock()
         self._faults = []
         self._log = []
+        self._seq = 0
         self._log_file = None
         self._conns = set()
         self._lsock = None
@@ -623,6 +624,15 @@ class FakeAPIServer(object):
                 self._close_listener()
         self._kill_connections(reset=True)
 
+    def end_watches(self):
+        """End every open watch cleanly (final chunk, connection kept), as
+        the real server does when a watch times out."""
+        self.store.end_watches()
+
+    def reset_connections(self):
+        """Reset every open connection (RST) without an outage."""
+        self._kill_connections(reset=True)
+
     def end_outage(self):
         with self._lock:
             self._outage_until = 0.0
@@ -645,14 +655,11 @@ class FakeAPIServer(object):
     def log_seq(self):
         """The seq of the last logged request (pass to request_log)."""
         with self._lock:
-            return self._log[-1]["seq"] if self._log else self._seq_base()
-
-    def _seq_base(self):
-        return getattr(self, "_seq", 0)
+            return self._seq
 
     def _append_log(self, e):
         with self._lock:
-            self._seq = self._seq_base() + 1
+            self._seq += 1
             e["seq"] = self._seq
             self._log.append(e)
             if self._log_file:
@@ -954,6 +961,15 @@ class FakeAPIServer(object):
             self.outage(args.get("seconds", 1), args.get("mode", "refuse"))
             h.close_connection = True
             return h.reply(200, {})
+        if p == "/end-watches" and m == "POST":
+            self.end_watches()
+            return h.reply(200, {})
+        if p == "/reset-connections" and m == "POST":
+            h.close_connection = True
+            h.reply(200, {})
+            h.wfile.flush()
+            self.reset_connections()
+            return
         if p == "/requests" and m == "GET":
             since = int(query.get("since", ["0"])[0] or 0)
             return h.reply(200, {"items": self.request_log(since)})
@@ -1130,6 +1146,9 @@ def main(argv=None):
     p.add_argument("--key-type", default="ec", choices=["ec", "rsa"])
     p.add_argument("--bookmark-interval", type=float, default=60.0)
     p.add_argument("--idle-timeout", type=float, default=90.0)
+    p.add_argument("--watch-timeout", type=float, default=None,
+                   help="seconds a watch without timeoutSeconds lasts "
+                   "(default: random 1800-3600)")
     a = p.parse_args(argv)
     tokens = {}
     if a.token_auth_file:
@@ -1151,7 +1170,9 @@ def main(argv=None):
                         tokens=tokens, git_version=a.git_version,
                         key_type=a.key_type,
                         bookmark_interval=a.bookmark_interval,
-                        idle_timeout=a.idle_timeout)
+                        idle_timeout=a.idle_timeout,
+                        watch_timeout=(a.watch_timeout, a.watch_timeout)
+                        if a.watch_timeout else (1800, 3600))
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *x: stop.set())
     signal.signal(signal.SIGINT, lambda *x: stop.set())

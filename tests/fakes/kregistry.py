@@ -266,9 +266,9 @@ class View(object):
         st, o = self.store.delete(self.rkey, ns, name, expect_rv)
         return st, self.out(o)
 
-    def changes_since(self, since_rv, timeout, wid=None):
+    def changes_since(self, since_rv, timeout, wid=None, epoch=None):
         changes, cur = self.store.changes_since(self.rkey, since_rv, timeout,
-                                                wid)
+                                                wid, epoch)
         if self.conv:
             changes = [kstore.Change(c.rv, c.type, c.rkey, c.ns, c.name,
                                      self.out(c.obj), self.out(c.prev))
@@ -571,6 +571,7 @@ class Registry(object):
                 raise _invalid_rv(rv_param)
         else:
             pos = 0
+        epoch = self.store.watch_epoch
         h.start_stream()
         deadline = time.time() + timeout
         try:
@@ -596,7 +597,7 @@ class Registry(object):
                 return
             try:
                 self._watch_loop(h, res, view, wid, pos, deadline, next_bm,
-                                 bookmarks, ns, ls, fs)
+                                 bookmarks, ns, ls, fs, epoch)
             finally:
                 self.store.watch_close(wid)
             h.end_stream()
@@ -604,7 +605,7 @@ class Registry(object):
             h.close_connection = True
 
     def _watch_loop(self, h, res, view, wid, pos, deadline, next_bm,
-                    bookmarks, ns, ls, fs):
+                    bookmarks, ns, ls, fs, epoch):
         while True:
             now = time.time()
             if now >= deadline:
@@ -613,7 +614,7 @@ class Registry(object):
             if bookmarks:
                 wait = min(wait, max(0.0, next_bm - now))
             try:
-                changes, cur = view.changes_since(pos, wait, wid)
+                changes, cur = view.changes_since(pos, wait, wid, epoch)
             except EOFError:
                 return
             for c in changes:

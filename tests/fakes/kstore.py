@@ -51,6 +51,7 @@ class Store(object):
         self.closed = False
         self.watchers = {}         # watch id -> rv it has seen up to
         self._next_watch = 0
+        self.watch_epoch = 0       # end_watches() bumps it
 
     # -- reads -------------------------------------------------------------
 
@@ -173,6 +174,11 @@ class Store(object):
             del self.history[:i]
             del self.history_rvs[:i]
 
+    def end_watches(self):
+        with self.cond:
+            self.watch_epoch += 1
+            self.cond.notify_all()
+
     def close(self):
         with self.cond:
             self.closed = True
@@ -195,17 +201,18 @@ class Store(object):
             self.watchers.pop(wid, None)
             self._trim()
 
-    def changes_since(self, rkey, since_rv, timeout, wid=None):
+    def changes_since(self, rkey, since_rv, timeout, wid=None, epoch=None):
         """Wait up to timeout for changes of rkey after since_rv.
 
         wid: an id from watch_open (the watch then stands at the returned
         rv).  Returns (list of Change, current rv).  Raises
         ValueError("compacted") when since_rv is older than the kept history,
-        EOFError when closed.
+        EOFError when closed or when end_watches() ran since epoch.
         """
         with self.cond:
             while True:
-                if self.closed:
+                if self.closed or (epoch is not None and
+                                   epoch != self.watch_epoch):
                     raise EOFError()
                 if wid is None and since_rv < self.compacted:
                     raise ValueError("compacted")

@@ -342,3 +342,26 @@ def test_client_cert_from_another_ca_fails_handshake(srv, tmp_path):
     with pytest.raises((ssl.SSLError, ConnectionError, OSError)):
         c.get("/version")
     c.close()
+
+
+def test_end_watches_and_reset_connections(srv, admin, client_for):
+    import threading
+    out = {}
+    watcher = client_for("kubernetes-admin", ["system:masters"])
+
+    def run():
+        out["r"] = watcher.get("/api/v1/namespaces?watch=1&timeoutSeconds=30"
+                               "&resourceVersion=%d" % srv.resource_version)
+    t = threading.Thread(target=run)
+    t.start()
+    time.sleep(0.2)
+    code, _, _ = admin.request("POST", "/_fake/end-watches", {})
+    assert code == 200
+    t.join(5)
+    assert out["r"][0] == 200          # a clean end of the stream
+    assert watcher.get("/version")[0] == 200   # same connection still usable
+    code, _, _ = admin.request("POST", "/_fake/reset-connections", {})
+    assert code == 200
+    time.sleep(0.1)
+    with pytest.raises((ConnectionError, OSError)):
+        watcher.get("/version")
