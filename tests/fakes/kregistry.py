@@ -12,6 +12,7 @@ import uuid
 
 import kerrors
 import kpatch
+import kproto
 import kresources
 import krbac
 import kschema
@@ -373,15 +374,7 @@ class Registry(object):
             raise kerrors.StatusError(
                 405, "MethodNotAllowed",
                 "the server does not allow this method on the requested resource", {})
-        ctype = h.headers.get("Content-Type", "").split(";")[0].strip()
-        if ctype == "application/vnd.kubernetes.protobuf" and \
-                res.name == "selfsubjectreviews":
-            obj = {}  # kubectl auth whoami: a SelfSubjectReview has no input
-        else:
-            if ctype not in ("", "application/json"):
-                raise _unsupported_body()
-            obj = _decode(body)
-            _check_kind(res, obj)
+        obj = self._decode_body(res, body, {}, h.headers.get("Content-Type", ""))
         av = kresources.api_version(res)
         if res.name == "selfsubjectreviews":
             ui = {"username": user, "groups": groups}
@@ -651,7 +644,15 @@ class Registry(object):
     # -- writes --------------------------------------------------------------
 
     def _decode_body(self, res, body, query, ctype):
-        if ctype and ctype.split(";")[0].strip() not in ("application/json", ""):
+        mt = ctype.split(";")[0].strip()
+        if mt == "application/vnd.kubernetes.protobuf":
+            try:
+                _, _, obj = kproto.decode(body)
+            except (kproto.ProtoError, UnicodeDecodeError):
+                raise _unsupported_body()
+            _check_kind(res, obj)
+            return obj
+        if mt not in ("application/json", ""):
             raise _unsupported_body()
         obj = _decode(body)
         _check_kind(res, obj)

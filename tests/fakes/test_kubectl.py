@@ -85,8 +85,6 @@ CM = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm1"},
 
 
 def test_namespaced_objects_and_errors(srv, kc):
-    # typed kubectl commands (create configmap, auth can-i) send protobuf,
-    # which the fake does not speak: use manifests
     ok(kc, "create", "-n", "kube-system", "-f", "-", stdin=json.dumps(CM))
     r = kubectl(kc, "create", "-n", "kube-system", "-f", "-", stdin=json.dumps(CM))
     assert 'configmaps "cm1" already exists' in r.stderr
@@ -96,6 +94,17 @@ def test_namespaced_objects_and_errors(srv, kc):
     r = kubectl(kc, "create", "-n", "default", "-f", "-", stdin=json.dumps(bad))
     assert r.returncode != 0
     assert 'unknown field "spec"' in r.stderr
+    # typed commands send protobuf bodies
+    ok(kc, "create", "namespace", "typed")
+    ok(kc, "create", "configmap", "tcm", "-n", "typed", "--from-literal", "a=1",
+       "--from-literal", "b=two")
+    ok(kc, "create", "secret", "generic", "tsec", "-n", "typed",
+       "--from-literal", "k=v")
+    assert srv.get_object("configmaps", "tcm", "typed")["data"] == {"a": "1", "b": "two"}
+    assert srv.get_object("secrets", "tsec", "typed")["data"] == {"k": "dg=="}
+    assert srv.get_object("secrets", "tsec", "typed")["type"] == "Opaque"
+    ns = srv.get_object("namespaces", "typed")
+    assert ns["metadata"]["labels"] == {"kubernetes.io/metadata.name": "typed"}
     out = ok(kc, "get", "cm", "-A", "-o", "name")
     assert "configmap/cm1" in out
     ok(kc, "delete", "cm", "cm1", "-n", "kube-system")
@@ -117,7 +126,7 @@ def test_service_and_status_via_kubectl(srv, kc):
     ok(kc, "delete", "svc", "lb1")
 
 
-def test_kubectl_sees_rbac_denial(srv, tmp_path):
+def test_kubectl_sees_rbac_denial(srv, kc, tmp_path):
     kc2 = srv.write_kubeconfig(str(tmp_path / "ccm.conf"),
                                user="system:cloud-controller-manager", groups=[],
                                tls_server_name="kubernetes")
@@ -125,6 +134,8 @@ def test_kubectl_sees_rbac_denial(srv, tmp_path):
     assert r.returncode != 0
     assert ('nodes is forbidden: User "system:cloud-controller-manager" cannot '
             'list resource "nodes" in API group "" at the cluster scope') in r.stderr
+    assert kubectl(kc2, "auth", "can-i", "list", "nodes").stdout.strip() == "no"
+    assert kubectl(kc, "auth", "can-i", "list", "nodes").stdout.strip() == "yes"
     ssar = {"apiVersion": "authorization.k8s.io/v1",
             "kind": "SelfSubjectAccessReview",
             "spec": {"resourceAttributes": {"verb": "list", "resource": "nodes"}}}
