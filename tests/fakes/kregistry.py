@@ -12,6 +12,7 @@ import uuid
 
 import kerrors
 import kpatch
+import ktable
 import kproto
 import kresources
 import krbac
@@ -133,6 +134,9 @@ FIELD_LABELS = {
     "nodes": ["spec.unschedulable"],
     "namespaces": ["status.phase"],
     "services": ["spec.clusterIP", "spec.type"],
+    "pods": ["spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
+             "spec.serviceAccountName", "spec.hostNetwork", "status.phase",
+             "status.podIP", "status.nominatedNodeName"],
 }
 
 
@@ -339,9 +343,15 @@ class Registry(object):
             o = View(self.store, res).get(ns, info.name)
             if o is None:
                 raise kerrors.not_found(res.group, res.name, info.name)
+            if ktable.wants_table(h.headers.get("Accept")):
+                return h.reply(200, ktable.table(
+                    res, [o], {"resourceVersion": o["metadata"]["resourceVersion"]}))
             return h.reply(200, self.external(res, o))
         if v == "list":
-            return h.reply(200, self.list(res, (info.namespace or None) if res.namespaced else None, query))
+            out = self.list(res, (info.namespace or None) if res.namespaced else None, query)
+            if ktable.wants_table(h.headers.get("Accept")):
+                out = ktable.table(res, out["items"], out["metadata"])
+            return h.reply(200, out)
         if v == "watch":
             return self.watch(h, res, info, query)
         if v == "create":
@@ -529,7 +539,10 @@ class Registry(object):
         return {"kind": res.kind + "List", "apiVersion": kresources.api_version(res),
                 "metadata": meta, "items": out}
 
-    def _event(self, etype, res, o):
+    def _event(self, etype, res, o, as_table=False):
+        if as_table and etype in ("ADDED", "MODIFIED", "DELETED"):
+            return kerrors.go_json({"type": etype, "object": ktable.table(
+                res, [o], {"resourceVersion": o["metadata"].get("resourceVersion", "")})})
         return kerrors.go_json(
             {"type": etype,
              "object": self.external(res, o) if o.get("kind") != "Status" else o})
@@ -565,6 +578,7 @@ class Registry(object):
         else:
             pos = 0
         epoch = self.store.watch_epoch
+        as_table = ktable.wants_table(h.headers.get("Accept"))
         h.start_stream()
         deadline = time.time() + timeout
         try:
@@ -572,7 +586,7 @@ class Registry(object):
                 snap_rv, items = view.snapshot(ns)
                 for _, o in items:
                     if self._matches(o, ns, ls, fs):
-                        h.stream_chunk(self._event("ADDED", res, o))
+                        h.stream_chunk(self._event("ADDED", res, o, as_table))
                 if initial == "true":
                     h.stream_chunk(self._event("BOOKMARK", res, {
                         "metadata": {"resourceVersion": str(snap_rv),
@@ -590,7 +604,7 @@ class Registry(object):
                 return
             try:
                 self._watch_loop(h, res, view, wid, pos, deadline, next_bm,
-                                 bookmarks, ns, ls, fs, epoch)
+                                 bookmarks, ns, ls, fs, epoch, as_table)
             finally:
                 self.store.watch_close(wid)
             h.end_stream()
@@ -598,7 +612,7 @@ class Registry(object):
             h.close_connection = True
 
     def _watch_loop(self, h, res, view, wid, pos, deadline, next_bm,
-                    bookmarks, ns, ls, fs, epoch):
+                    bookmarks, ns, ls, fs, epoch, as_table=False):
         while True:
             now = time.time()
             if now >= deadline:
@@ -613,7 +627,7 @@ class Registry(object):
             for c in changes:
                 ev = self._watch_event(c, ns, ls, fs)
                 if ev:
-                    h.stream_chunk(self._event(ev[0], res, ev[1]))
+                    h.stream_chunk(self._event(ev[0], res, ev[1], as_table))
             # every change of this resource up to cur has been seen: the
             # watch now stands at cur (compaction cannot expire it, as with
             # the real watch cache) and bookmarks may say so

@@ -30,6 +30,7 @@ RESOURCES = [
     _r("", "v1", "events", "event", "Event", True, ["ev"],
        create_on_update=True),
     _r("", "v1", "configmaps", "configmap", "ConfigMap", True, ["cm"]),
+    _r("", "v1", "pods", "pod", "Pod", True, ["po"], status=True),
     _r("", "v1", "secrets", "secret", "Secret", True),
     _r("", "v1", "serviceaccounts", "serviceaccount", "ServiceAccount", True,
        ["sa"]),

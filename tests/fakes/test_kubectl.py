@@ -38,6 +38,11 @@ def test_create_get_label_taint_patch_delete(srv, kc):
     assert n["kind"] == "Node" and n["metadata"]["uid"]
     names = ok(kc, "get", "nodes", "-o", "name").split()
     assert "node/kn1" in names
+    lines = ok(kc, "get", "node", "kn1", "-o", "wide").splitlines()
+    assert lines[0].split()[:5] == ["NAME", "STATUS", "ROLES", "AGE", "VERSION"]
+    assert lines[1].split()[:3] == ["kn1", "Unknown", "<none>"]
+    assert "Taints:             node.cloudprovider.kubernetes.io/uninitialized=true:NoSchedule" \
+        in ok(kc, "describe", "node", "kn1")
 
     ok(kc, "label", "node", "kn1", "zone=z1")
     ok(kc, "label", "node", "kn1", "a-")
