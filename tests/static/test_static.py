@@ -75,3 +75,17 @@ def test_verified_tls_with_client_certificate_in_an_empty_chroot(chroot_dir):
                              tls_server_name="wrong.example")
         r = in_chroot(chroot_dir, ["check-kubeconfig", "--kubeconfig", "/wrong"])
         assert r.returncode == 1 and "tls failure" in r.stderr
+
+
+def test_make_install_honours_prefix_and_destdir(tmp_path):
+    dest = str(tmp_path / "dest")
+    r = subprocess.run(["make", "-s", "-C", ROOT, "install", "DESTDIR=" + dest,
+                        "PREFIX=/opt/bootccm"], capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    binary = os.path.join(dest, "opt/bootccm/bin/bootccm")
+    man = os.path.join(dest, "opt/bootccm/share/man/man8/bootccm.8")
+    assert os.path.isfile(binary) and os.access(binary, os.X_OK)
+    assert os.stat(binary).st_mode & 0o777 == 0o755
+    assert os.path.isfile(man)
+    with open(binary, "rb") as a, open(BIN, "rb") as b:
+        assert a.read() == b.read()

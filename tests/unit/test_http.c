@@ -5,6 +5,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -117,6 +118,10 @@ canned_start(struct canned *s, pthread_t *t)
 	    listen(s->fd, 4) < 0 || getsockname(s->fd, (struct sockaddr *)&a, &al) < 0)
 		return -1;
 	s->port = ntohs(a.sin_port);
+	/* accept gives up after a while, so a test that never connects fails
+	 * instead of hanging */
+	struct timeval tv = { 5, 0 };
+	setsockopt(s->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	return pthread_create(t, NULL, canned_serve, s);
 }
 
@@ -231,5 +236,88 @@ TEST(streaming_and_reader_abort)
 	CHECK(fetch(&s2, &req2, &resp, &e) == ERR_TOO_LARGE);
 }
 
+
+/* A keep-alive server: one connection only, answering every request on it. */
+struct keepalive {
+	int fd, port, answered;
+};
+
+static void *
+keepalive_serve(void *arg)
+{
+	struct keepalive *s = arg;
+	static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+	int c = accept(s->fd, NULL, NULL);
+	if (c < 0)
+		return NULL;
+	char req[4096];
+	size_t got = 0;
+	for (;;) {
+		ssize_t n = read(c, req + got, sizeof(req) - 1 - got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+		req[got] = '\0';
+		char *end;
+		while ((end = strstr(req, "\r\n\r\n")) != NULL) {
+			if (write(c, reply, sizeof(reply) - 1) < 0)
+				break;
+			s->answered++;
+			size_t used = (size_t)(end + 4 - req);
+			memmove(req, req + used, got - used + 1);
+			got -= used;
+		}
+	}
+	close(c);
+	return NULL;
+}
+
+TEST(connections_are_reused)
+{
+	struct keepalive s = { 0 };
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	pthread_t t;
+	char url[64];
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	s.fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(bind(s.fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(s.fd, 4) == 0);
+	CHECK(getsockname(s.fd, (struct sockaddr *)&a, &al) == 0);
+	CHECK(pthread_create(&t, NULL, keepalive_serve, &s) == 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", ntohs(a.sin_port));
+	struct http_client *c = http_client_new();
+	for (int i = 0; i < 3; i++) {
+		struct http_request req = { .url = url, .timeout_ms = 3000 };
+		struct http_response resp;
+		struct errbuf e;
+		/* the server accepts one connection only: a second would hang */
+		CHECK(http_do(c, &req, &resp, &e) == 0);
+		CHECK(resp.status == 200);
+		http_response_free(&resp);
+	}
+	http_client_free(c); /* closes the connection, ending the server */
+	pthread_join(t, NULL);
+	close(s.fd);
+	CHECK(s.answered == 3);
+}
+
+TEST(local_hosts_ignore_proxy_settings)
+{
+	static const char reply[] = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n"
+	    "Connection: close\r\n\r\nok";
+	struct canned s = { .conns = 1, .reply = reply, .reply_len = sizeof(reply) - 1 };
+	struct http_request req = { 0 };
+	struct http_response resp;
+	struct errbuf e;
+	/* a proxy that does not exist: using it would fail the request */
+	setenv("http_proxy", "http://127.0.0.1:1", 1);
+	setenv("HTTPS_PROXY", "http://127.0.0.1:1", 1);
+	int r = fetch(&s, &req, &resp, &e);
+	unsetenv("http_proxy");
+	unsetenv("HTTPS_PROXY");
+	CHECK(r == 0);
+	CHECK_STR(resp.body, "ok");
+	http_response_free(&resp);
+}
 
 TEST_MAIN()
