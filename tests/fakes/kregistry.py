@@ -482,7 +482,8 @@ class Registry(object):
                 n = int(rv_param)
             except ValueError:
                 raise _invalid_rv(rv_param)
-            if match == "Exact":
+            # rv=N with a limit and no match is the legacy exact read
+            if match == "Exact" or (n != 0 and limit and not match):
                 if n == 0:
                     raise kerrors.bad_request("resourceVersionMatch \"Exact\" is forbidden for resourceVersion \"0\"")
                 at_rv = n

@@ -299,7 +299,11 @@ def _walk(v, schema, struct, path, unknown, jpath):
             try:
                 base64.b64decode(v, validate=True)
             except Exception:
-                raise DecodeError("illegal base64 data at input byte %d" % 0)
+                alpha = ("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+                         "0123456789+/")
+                bad = next((i for i, ch in enumerate(v) if ch not in alpha),
+                           len(v))
+                raise DecodeError("illegal base64 data at input byte %d" % bad)
         return v
     if schema in (I32, I64):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or \
