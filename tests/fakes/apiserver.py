@@ -12,7 +12,6 @@ import base64
 import datetime
 import json
 import os
-import random
 import select
 import shutil
 import signal

@@ -518,20 +518,23 @@ class Registry(object):
         out = []
         next_tok = None
         remaining = None
+        last = ""
         for i, (k, o) in enumerate(items):
             if start and k < start:
                 continue
-            if not self._matches(o, ns, ls, fs):
-                continue
             if limit and len(out) == limit:
+                # like etcd paging: more keys exist, matching or not, so
+                # there is a next page (possibly empty after filtering)
                 next_tok = kstore.encode_continue(rv, last + "\x00")
                 if not ls and not fs:
-                    remaining = len([1 for kk, _ in items[i:] if kk >= start])
+                    remaining = len(items) - i
                 break
+            last = k
+            if not self._matches(o, ns, ls, fs):
+                continue
             o.pop("kind", None)
             o.pop("apiVersion", None)
             out.append(o)
-            last = k
         meta = {"resourceVersion": str(rv)}
         if next_tok:
             meta["continue"] = next_tok

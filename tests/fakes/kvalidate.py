@@ -5,7 +5,6 @@ same field paths, same messages, for what a cloud controller runs into."""
 import ipaddress
 import re
 
-import kerrors
 from kerrors import (f_duplicate, f_forbidden, f_invalid, f_not_supported,
                      f_required, f_too_long, GoRepr)
 

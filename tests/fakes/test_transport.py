@@ -7,8 +7,6 @@ import signal
 import socket
 import ssl
 import subprocess
-import sys
-import tempfile
 import time
 
 import pytest
