@@ -738,3 +738,16 @@ def test_deletecollection_with_selector(srv, admin):
     left = [o["metadata"]["name"] for o in srv.list_objects("configmaps", "kube-public")
             if o["metadata"]["name"].startswith("dc")]
     assert left == ["dc2"]
+
+
+def test_filtered_paging_may_return_empty_page(srv, admin):
+    for i, role in enumerate(["a", "b", "b"]):
+        srv.create_object({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "fp%d" % i, "namespace": "kube-system",
+                                        "labels": {"role": role, "fp": "1"}}})
+    path = "/api/v1/namespaces/kube-system/configmaps?limit=1&labelSelector=fp%3D1,role%3Da"
+    code, _, p1 = admin.get(path)
+    assert [i["metadata"]["name"] for i in p1["items"]] == ["fp0"]
+    assert "remainingItemCount" not in p1["metadata"]
+    code, _, p2 = admin.get(path + "&continue=" + p1["metadata"]["continue"])
+    assert code == 200 and p2["items"] == [] and "continue" not in p2["metadata"]
