@@ -40,7 +40,7 @@ def mk(admin):
 def test_rbac_rules_and_denial_messages(srv, admin, client_for):
     user = "system:cloud-controller-manager"
     cr = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-          "metadata": {"name": "ccm"},
+          "metadata": {"name": "system:cloud-controller-manager"},
           "rules": [{"apiGroups": [""], "resources": ["nodes"],
                      "verbs": ["get", "list", "watch"]},
                     {"apiGroups": [""], "resources": ["services/status"],
@@ -49,12 +49,17 @@ def test_rbac_rules_and_denial_messages(srv, admin, client_for):
                      "resourceNames": ["allowed"], "verbs": ["get"]},
                     {"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]}
     crb = {"apiVersion": "rbac.authorization.k8s.io/v1",
-           "kind": "ClusterRoleBinding", "metadata": {"name": "ccm"},
+           "kind": "ClusterRoleBinding", "metadata": {"name": "system:cloud-controller-manager"},
            "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                       "kind": "ClusterRole", "name": "ccm"},
+                       "kind": "ClusterRole", "name": "system:cloud-controller-manager"},
            "subjects": [{"kind": "User", "name": user}]}
     assert admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", cr)[0] == 201
     assert admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings", crb)[0] == 201
+    bad = dict(cr, metadata={"name": "a/b"})
+    code, _, body = admin.request("POST", "/apis/rbac.authorization.k8s.io/v1/clusterroles", bad)
+    assert code == 422 and body["message"] == (
+        'ClusterRole.rbac.authorization.k8s.io "a/b" is invalid: metadata.name: '
+        'Invalid value: "a/b": may not contain \'/\'')
     srv.create_object(node("rb1"))
     c = client_for(user)
     assert c.get(NODES)[0] == 200
