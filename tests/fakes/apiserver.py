@@ -10,6 +10,7 @@ See README.md beside this file for the full interface.
 import argparse
 import base64
 import datetime
+import gzip
 import json
 import os
 import select
@@ -36,6 +37,7 @@ import kstore  # noqa: E402
 import pki  # noqa: E402
 
 GO_TRUE = ("1", "t", "T", "TRUE", "true", "True")  # strconv.ParseBool
+GZIP_MIN = 128 * 1024  # bytes: smaller answers are never compressed
 BODY_LIMIT = 3 * 1024 * 1024  # bytes, like the real server
 GIT_VERSION = "v1.32.0"
 ADMIN_USER = "kubernetes-admin"
@@ -200,6 +202,14 @@ class _Handler(BaseHTTPRequestHandler):
         self.send_header("Audit-Id", str(uuid.uuid4()))
         self.send_header("Cache-Control", "no-cache, private")
         self.send_header("Content-Type", "application/json")
+        if len(body) >= GZIP_MIN and "gzip" in \
+                self.headers.get("Accept-Encoding", "").lower():
+            # APIResponseCompression: large answers are gzipped on request
+            body = gzip.compress(body, 5)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Vary", "Accept-Encoding")
+        self.send_header("X-Kubernetes-Pf-Flowschema-Uid", self.fake.pf_uids[0])
+        self.send_header("X-Kubernetes-Pf-Prioritylevel-Uid", self.fake.pf_uids[1])
         for k, v in (headers or {}).items():
             if isinstance(v, list):
                 for x in v:
@@ -284,6 +294,7 @@ class FakeAPIServer(object):
                  idle_timeout=90.0, bookmark_interval=60.0,
                  watch_timeout=(1800, 3600), first_rv=1000, seed=()):
         self._seed = list(seed)
+        self.pf_uids = (str(uuid.uuid4()), str(uuid.uuid4()))
         self._own_dir = state_dir is None
         self.state_dir = state_dir or tempfile.mkdtemp(prefix="fakeapi-")
         os.makedirs(self.state_dir, exist_ok=True)

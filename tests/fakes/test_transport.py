@@ -363,3 +363,26 @@ def test_end_watches_and_reset_connections(srv, admin, client_for):
     time.sleep(0.1)
     with pytest.raises((ConnectionError, OSError)):
         watcher.get("/version")
+
+
+def test_large_answers_gzipped_on_request(srv, admin):
+    for i in range(3):
+        srv.create_object({"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "big%d" % i, "namespace": "default"},
+                           "data": {"k": "x" * 60000}})
+    admin.get("/version")
+    conn = admin.conn
+    conn.request("GET", "/api/v1/namespaces/default/configmaps",
+                 headers={"Accept-Encoding": "gzip"})
+    r = conn.getresponse()
+    raw = r.read()
+    assert r.getheader("Content-Encoding") == "gzip"
+    import gzip
+    assert len(json.loads(gzip.decompress(raw))["items"]) >= 3
+    conn.request("GET", "/api/v1/namespaces/default/configmaps")
+    r = conn.getresponse()
+    assert r.getheader("Content-Encoding") is None and json.loads(r.read())
+    conn.request("GET", "/api/v1/namespaces/default/configmaps/big0",
+                 headers={"Accept-Encoding": "gzip"})
+    r = conn.getresponse()
+    assert r.getheader("Content-Encoding") is None and json.loads(r.read())
