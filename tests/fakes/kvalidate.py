@@ -379,55 +379,93 @@ def validate_lease(lease, old):
 
 
 EVENT_TYPES = ["Normal", "Warning"]
+REPORTING_INSTANCE_MAX = ACTION_MAX = REASON_MAX = 128  # characters
+NOTE_MAX = 1024  # characters
+
+
+def _legacy_event(ev, ns, controller_field, note_field):
+    """legacyValidateEvent over a core-form event."""
+    errs = []
+    io_ns = (ev.get("involvedObject") or {}).get("namespace", "")
+    if not ev.get("eventTime"):
+        if not io_ns:
+            if ns not in ("", "default"):
+                errs.append(f_invalid("involvedObject.namespace", io_ns,
+                                      "does not match event.namespace"))
+        elif ns != io_ns:
+            errs.append(f_invalid("involvedObject.namespace", io_ns,
+                                  "does not match event.namespace"))
+    else:
+        if not io_ns and ns not in ("default", "kube-system"):
+            errs.append(f_invalid("involvedObject.namespace", io_ns,
+                                  "does not match event.namespace"))
+        rc = ev.get("reportingComponent", "")
+        if not rc:
+            errs.append(f_required(controller_field, ""))
+        for m in is_qualified_name(rc):
+            errs.append(f_invalid(controller_field, rc, m))
+        errs += _event_common(ev, note_field)
+    for m in is_dns1123_subdomain(ns):
+        errs.append(f_invalid("namespace", ns, m))
+    return errs
+
+
+def _event_common(ev, note_field):
+    errs = []
+    ri = ev.get("reportingInstance", "")
+    if not ri:
+        errs.append(f_required("reportingInstance", ""))
+    if len(ri) > REPORTING_INSTANCE_MAX:
+        errs.append(f_invalid("reportingInstance", "", "can have at most %d characters" % REPORTING_INSTANCE_MAX))
+    act = ev.get("action", "")
+    if not act:
+        errs.append(f_required("action", ""))
+    if len(act) > ACTION_MAX:
+        errs.append(f_invalid("action", "", "can have at most %d characters" % ACTION_MAX))
+    rs = ev.get("reason", "")
+    if not rs:
+        errs.append(f_required("reason", ""))
+    if len(rs) > REASON_MAX:
+        errs.append(f_invalid("reason", "", "can have at most %d characters" % REASON_MAX))
+    if len(ev.get("message", "")) > NOTE_MAX:
+        errs.append(f_invalid(note_field, "", "can have at most %d characters" % NOTE_MAX))
+    return errs
 
 
 def validate_event_core(ev, old):
     md = ev.get("metadata", {})
     errs = validate_meta("Event", md, True)
-    io = ev.get("involvedObject") or {}
-    ns = md.get("namespace", "")
-    if io.get("namespace") and io["namespace"] != ns and ns != "default":
-        errs.append(f_invalid("involvedObject.namespace", io["namespace"],
-                              "does not match event.namespace"))
-    t = ev.get("type", "")
-    if t and t not in EVENT_TYPES:
-        errs.append(f_not_supported("type", t, EVENT_TYPES))
-    if ev.get("eventTime") or ev.get("reportingComponent"):
-        # events.k8s.io/v1 semantics apply to new-style events
-        if not ev.get("reportingComponent"):
-            errs.append(f_required("reportingComponent", ""))
-        if not ev.get("reportingInstance"):
-            errs.append(f_required("reportingInstance", ""))
-        if not ev.get("action"):
-            errs.append(f_required("action", ""))
-        if not ev.get("reason"):
-            errs.append(f_required("reason", ""))
-        if not t:
-            errs.append(f_required("type", ""))
-    return errs
+    return errs + _legacy_event(ev, md.get("namespace", ""), "reportingComponent",
+                                "message")
 
 
-def validate_event_v1(ev, old):
+def validate_event_v1(ev1, old):
+    """ValidateEventCreate for events.k8s.io/v1 (legacy rules, then strict)."""
+    import kresources
+    ev = kresources.event_from_v1(ev1)
     md = ev.get("metadata", {})
     errs = validate_meta("Event", md, True)
+    errs += _legacy_event(ev, md.get("namespace", ""), "reportingController", "note")
     if not ev.get("eventTime"):
         errs.append(f_required("eventTime", ""))
     t = ev.get("type", "")
     if t not in EVENT_TYPES:
-        errs.append(f_not_supported("type", t, EVENT_TYPES) if t else f_required("type", ""))
-    if not ev.get("reportingController"):
+        errs.append(f_invalid("type", "", "has invalid value: %s" % t))
+    if ev.get("firstTimestamp"):
+        errs.append(f_invalid("deprecatedFirstTimestamp", "", "needs to be unset"))
+    if ev.get("lastTimestamp"):
+        errs.append(f_invalid("deprecatedLastTimestamp", "", "needs to be unset"))
+    if ev.get("count"):
+        errs.append(f_invalid("deprecatedCount", "", "needs to be unset"))
+    src = ev.get("source") or {}
+    if src.get("component") or src.get("host"):
+        errs.append(f_invalid("deprecatedSource", "", "needs to be unset"))
+    rc = ev.get("reportingComponent", "")
+    if not rc:
         errs.append(f_required("reportingController", ""))
-    else:
-        for m in is_qualified_name(ev["reportingController"]):
-            errs.append(f_invalid("reportingController", ev["reportingController"], m))
-    if not ev.get("reportingInstance"):
-        errs.append(f_required("reportingInstance", ""))
-    if not ev.get("action"):
-        errs.append(f_required("action", ""))
-    if not ev.get("reason"):
-        errs.append(f_required("reason", ""))
-    if len(ev.get("note", "")) > 1024:
-        errs.append(f_too_long("note", "", 1024))
+    for m in is_qualified_name(rc):
+        errs.append(f_invalid("reportingController", rc, m))
+    errs += _event_common(ev, "note")
     return errs
 
 

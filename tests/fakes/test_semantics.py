@@ -756,3 +756,23 @@ def test_filtered_paging_may_return_empty_page(srv, admin):
     assert "remainingItemCount" not in p1["metadata"]
     code, _, p2 = admin.get(path + "&continue=" + p1["metadata"]["continue"])
     assert code == 200 and p2["items"] == [] and "continue" not in p2["metadata"]
+
+
+def test_event_namespace_rules(admin):
+    base = "/api/v1/namespaces/%s/events"
+    ev = {"metadata": {"name": "nsr"}, "involvedObject": {"kind": "Node", "name": "n"},
+          "reason": "X", "message": "m"}
+    assert admin.request("POST", base % "default", ev)[0] == 201
+    code, _, body = admin.request("POST", base % "kube-system", ev)
+    assert code == 422
+    assert body["details"]["causes"][0] == {
+        "reason": "FieldValueInvalid", "field": "involvedObject.namespace",
+        "message": 'Invalid value: "": does not match event.namespace'}
+    v1 = {"metadata": {"name": "nsr1"}, "eventTime": "2026-11-21T08:00:00.000000Z",
+          "reportingController": "bootccm", "reportingInstance": "x",
+          "action": "A", "reason": "R", "type": "Bogus",
+          "regarding": {"kind": "Node", "name": "n"}}
+    code, _, body = admin.request("POST", "/apis/events.k8s.io/v1/namespaces/default/events", v1)
+    assert code == 422
+    assert body["message"] == ('Event.events.k8s.io "nsr1" is invalid: type: Invalid '
+                               'value: "": has invalid value: Bogus')
