@@ -818,6 +818,18 @@ class FakeAPIServer(object):
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError,
                 socket.timeout, OSError):
             h.close_connection = True
+        except Exception as e:  # noqa: BLE001 - a bug of the fake itself
+            # answer 500 and leave the traceback where a test author looks
+            import traceback
+            tb = traceback.format_exc()
+            sys.stderr.write("fake apiserver: %s %s failed:\n%s" %
+                             (h.command, h.path, tb))
+            with open(os.path.join(self.state_dir, "errors.log"), "a") as f:
+                f.write("%s %s %s\n%s\n" % (now_rfc3339(), h.command, h.path, tb))
+            entry["error"] = repr(e)
+            if not h._code:
+                h.close_connection = True
+                h.reply_error(kerrors.internal("fake apiserver bug: %r" % e))
         finally:
             entry["code"] = h._code
             if not control:
