@@ -560,12 +560,14 @@ class Registry(object):
         bookmarks = _q(query, "allowWatchBookmarks") in GO_TRUE
         initial = "true" if _q(query, "sendInitialEvents") in GO_TRUE else ""
         timeout_s = _q(query, "timeoutSeconds")
+        timeout = 0.0
         if timeout_s:
             try:
                 timeout = float(int(timeout_s))
             except ValueError:
                 raise kerrors.bad_request('invalid value for "timeoutSeconds"')
-        else:
+        if timeout <= 0:
+            # no (or a zero) timeout: the server picks one
             lo, hi = self.server.watch_timeout
             timeout = random.uniform(lo, hi)
         if initial == "true" and (not bookmarks or
