@@ -764,7 +764,9 @@ class FakeAPIServer(object):
     def _handle(self, h):
         h._code = 0
         url = urllib.parse.urlsplit(h.path)
-        path = url.path
+        # Go's server hands the apiserver the decoded path (r.URL.Path):
+        # "/clusterroles/a%20b" names the object "a b"
+        path = urllib.parse.unquote(url.path)
         query = urllib.parse.parse_qs(url.query, keep_blank_values=True)
         info = RequestInfo(h.command, path, query)
         entry = {"time": now_rfc3339(), "method": h.command, "path": path,
