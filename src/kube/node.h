@@ -1,0 +1,87 @@
+/* node.h - a Node as the cache keeps it: the few fields the CCM controllers
+ * read, decoded from the API's JSON into one compact allocation.
+ *
+ * Contract: the decoders never keep the JSON tree and never log. An object
+ * is decoded whole or not at all: a kept field of the wrong type, a missing
+ * metadata.name or a malformed time is ERR_INVALID with a message naming
+ * the node and the field ("node \"n1\": spec.taints[0].effect: expected a
+ * string"). Fields that are not kept (managedFields, status.images, ...) are
+ * not looked at. Absent optional strings are NULL, absent lists empty,
+ * absent times 0. */
+#ifndef BOOTCCM_KUBE_NODE_H
+#define BOOTCCM_KUBE_NODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "kube/store.h"
+
+#define KUBE_NODE_PATH "/api/v1/nodes"
+
+struct kube_taint {
+	const char *key;
+	const char *value;    /* NULL when absent */
+	const char *effect;   /* NoSchedule, PreferNoSchedule, NoExecute */
+};
+
+struct kube_node_address {
+	const char *type;     /* InternalIP, ExternalIP, Hostname, ... */
+	const char *address;
+};
+
+/* The status of the Ready condition. */
+enum kube_node_ready {
+	KUBE_NODE_READY_NONE = 0,   /* no Ready condition (not reported yet) */
+	KUBE_NODE_READY_TRUE,
+	KUBE_NODE_READY_FALSE,
+	KUBE_NODE_READY_UNKNOWN,    /* "Unknown" or any other value */
+};
+
+struct kube_node {
+	struct store_obj obj;       /* key: the name */
+	const char *name;
+	const struct store_kv *labels;
+	size_t nlabels;
+	const struct store_kv *annotations;
+	size_t nannotations;
+	const struct kube_taint *taints;
+	size_t ntaints;
+	const char *provider_id;    /* spec.providerID */
+	const char *const *pod_cidrs;
+	size_t npod_cidrs;
+	const struct kube_node_address *addresses;
+	size_t naddresses;
+	enum kube_node_ready ready;
+	int64_t creation_timestamp; /* seconds since the epoch; 0 when absent */
+	int64_t deletion_timestamp; /* 0 when not being deleted */
+};
+
+/* kube_node_decode builds a compact Node from a Node object (a list item or
+ * a watch event's object); *ret gets one reference. */
+int kube_node_decode(json_object *o, const struct kube_node **ret,
+    struct errbuf *e);
+
+/* kube_node_decode_obj is kube_node_decode for the reflector. */
+int kube_node_decode_obj(json_object *o, const struct store_obj **ret,
+    struct errbuf *e);
+
+/* kube_node_of views a cached object as the Node it is. */
+static inline const struct kube_node *
+kube_node_of(const struct store_obj *o)
+{
+	return (const struct kube_node *)o;
+}
+
+/* kube_node_label and kube_node_annotation return a value or NULL. */
+const char *kube_node_label(const struct kube_node *n, const char *key);
+const char *kube_node_annotation(const struct kube_node *n, const char *key);
+
+/* kube_node_taint returns the taint with key (and effect, unless NULL), or
+ * NULL. */
+const struct kube_taint *kube_node_taint(const struct kube_node *n,
+    const char *key, const char *effect);
+
+#endif

@@ -1,0 +1,218 @@
+/* test_node.c - the Node decoder: every kept field of a realistic Node (with
+ * managedFields and an image list), absent and null fields, broken input
+ * named by node and field, and that dropped fields cost nothing. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "harness.h"
+#include "kube/node.h"
+#include "kube/watch.h"
+
+/* A Node as kube-apiserver sends it (kubeadm control plane, after the CCM
+ * initialized it), with IMAGES standing for status.images. */
+#define NODE_HEAD \
+	"{\"apiVersion\":\"v1\",\"kind\":\"Node\",\"metadata\":{\"annotations\":{" \
+	"\"kubeadm.alpha.kubernetes.io/cri-socket\":\"unix:///var/run/containerd/containerd.sock\"," \
+	"\"node.alpha.kubernetes.io/ttl\":\"0\"," \
+	"\"volumes.kubernetes.io/controller-managed-attach-detach\":\"true\"}," \
+	"\"creationTimestamp\":\"2026-11-21T08:00:00Z\"," \
+	"\"labels\":{\"beta.kubernetes.io/arch\":\"amd64\",\"kubernetes.io/hostname\":\"cp-1\"," \
+	"\"node-role.kubernetes.io/control-plane\":\"\"," \
+	"\"topology.kubernetes.io/zone\":\"fsn1-dc14\"}," \
+	"\"managedFields\":[{\"apiVersion\":\"v1\",\"fieldsType\":\"FieldsV1\",\"fieldsV1\":" \
+	"{\"f:status\":{\"f:addresses\":{\"k:{\\\"type\\\":\\\"InternalIP\\\"}\":{\".\":{}," \
+	"\"f:address\":{},\"f:type\":{}}}}},\"manager\":\"kubelet\",\"operation\":\"Update\"," \
+	"\"time\":\"2026-11-21T08:00:00Z\"}]," \
+	"\"name\":\"cp-1\",\"resourceVersion\":\"1234\"," \
+	"\"uid\":\"0b6f1c2e-8f1a-4c1e-9a51-0c1f2b9a7d11\"}," \
+	"\"spec\":{\"podCIDR\":\"10.244.0.0/24\",\"podCIDRs\":[\"10.244.0.0/24\",\"fd00:10:244::/64\"]," \
+	"\"providerID\":\"hcloud://123456\"," \
+	"\"taints\":[{\"effect\":\"NoSchedule\",\"key\":\"node-role.kubernetes.io/control-plane\"}," \
+	"{\"effect\":\"NoExecute\",\"key\":\"k\",\"timeAdded\":\"2026-11-21T08:00:01Z\",\"value\":\"v\"}]}," \
+	"\"status\":{\"addresses\":[{\"address\":\"10.0.0.2\",\"type\":\"InternalIP\"}," \
+	"{\"address\":\"10.0.0.3\",\"type\":\"InternalIP\"},{\"address\":\"cp-1\",\"type\":\"Hostname\"}]," \
+	"\"allocatable\":{\"cpu\":\"2\",\"memory\":\"3922Mi\"}," \
+	"\"conditions\":[{\"lastHeartbeatTime\":\"2026-11-21T08:05:00Z\",\"lastTransitionTime\":" \
+	"\"2026-11-21T08:00:00Z\",\"message\":\"kubelet has sufficient memory available\"," \
+	"\"reason\":\"KubeletHasSufficientMemory\",\"status\":\"False\",\"type\":\"MemoryPressure\"}," \
+	"{\"lastHeartbeatTime\":\"2026-11-21T08:05:00Z\",\"lastTransitionTime\":\"2026-11-21T08:01:00Z\"," \
+	"\"message\":\"kubelet is posting ready status\",\"reason\":\"KubeletReady\"," \
+	"\"status\":\"True\",\"type\":\"Ready\"}]," \
+	"\"daemonEndpoints\":{\"kubeletEndpoint\":{\"Port\":10250}},"
+#define NODE_IMAGES \
+	"\"images\":[{\"names\":[\"registry.k8s.io/etcd@sha256:0123456789abcdef\"," \
+	"\"registry.k8s.io/etcd:3.5.16-0\"],\"sizeBytes\":57680541}," \
+	"{\"names\":[\"registry.k8s.io/kube-apiserver@sha256:fedcba9876543210\"," \
+	"\"registry.k8s.io/kube-apiserver:v1.32.0\"],\"sizeBytes\":28924484}],"
+#define NODE_TAIL \
+	"\"nodeInfo\":{\"architecture\":\"amd64\",\"kubeletVersion\":\"v1.32.0\"}}}"
+
+static int
+t_decode(const char *text, const struct kube_node **ret, struct errbuf *e)
+{
+	json_object *j;
+	int r;
+
+	if (kube_watch_parse(text, strlen(text), &j, e) < 0)
+		abort();
+	r = kube_node_decode(j, ret, e);
+	json_object_put(j);
+	return r;
+}
+
+TEST(full_node)
+{
+	const struct kube_node *n;
+	struct errbuf e;
+
+	CHECK(t_decode(NODE_HEAD NODE_IMAGES NODE_TAIL, &n, &e) == 0);
+	CHECK_STR(n->name, "cp-1");
+	CHECK_STR(n->obj.key, "cp-1");
+	CHECK_STR(n->obj.uid, "0b6f1c2e-8f1a-4c1e-9a51-0c1f2b9a7d11");
+	CHECK_STR(n->obj.resource_version, "1234");
+	CHECK(n->nlabels == 4);
+	CHECK_STR(kube_node_label(n, "kubernetes.io/hostname"), "cp-1");
+	CHECK_STR(kube_node_label(n, "node-role.kubernetes.io/control-plane"), "");
+	CHECK(kube_node_label(n, "nope") == NULL);
+	CHECK(n->nannotations == 3);
+	CHECK_STR(kube_node_annotation(n, "node.alpha.kubernetes.io/ttl"), "0");
+	CHECK(n->ntaints == 2);
+	CHECK_STR(n->taints[0].key, "node-role.kubernetes.io/control-plane");
+	CHECK(n->taints[0].value == NULL);
+	CHECK_STR(n->taints[0].effect, "NoSchedule");
+	CHECK_STR(n->taints[1].value, "v");
+	CHECK(kube_node_taint(n, "k", "NoExecute") == &n->taints[1]);
+	CHECK(kube_node_taint(n, "k", "NoSchedule") == NULL);
+	CHECK(kube_node_taint(n, "k", NULL) == &n->taints[1]);
+	CHECK_STR(n->provider_id, "hcloud://123456");
+	CHECK(n->npod_cidrs == 2);
+	CHECK_STR(n->pod_cidrs[1], "fd00:10:244::/64");
+	CHECK(n->naddresses == 3);
+	/* two InternalIPs stay two */
+	CHECK_STR(n->addresses[0].address, "10.0.0.2");
+	CHECK_STR(n->addresses[1].address, "10.0.0.3");
+	CHECK_STR(n->addresses[1].type, "InternalIP");
+	CHECK_STR(n->addresses[2].type, "Hostname");
+	CHECK(n->ready == KUBE_NODE_READY_TRUE);
+	CHECK(n->creation_timestamp == 1795248000);
+	CHECK(n->deletion_timestamp == 0);
+	store_obj_unref(&n->obj);
+}
+
+TEST(dropped_fields_cost_nothing)
+{
+	const struct kube_node *a, *b;
+	struct errbuf e;
+	size_t json_len = strlen(NODE_HEAD NODE_IMAGES NODE_TAIL);
+
+	CHECK(t_decode(NODE_HEAD NODE_IMAGES NODE_TAIL, &a, &e) == 0);
+	CHECK(t_decode(NODE_HEAD NODE_TAIL, &b, &e) == 0);
+	CHECK(a->obj.size == b->obj.size);
+	CHECK(a->obj.size < json_len / 2);
+	store_obj_unref(&a->obj);
+	store_obj_unref(&b->obj);
+}
+
+TEST(minimal_and_null)
+{
+	const struct kube_node *n;
+	struct errbuf e;
+
+	CHECK(t_decode("{\"metadata\":{\"name\":\"n\"}}", &n, &e) == 0);
+	CHECK_STR(n->name, "n");
+	CHECK_STR(n->obj.uid, "");
+	CHECK_STR(n->obj.resource_version, "");
+	CHECK(n->nlabels == 0 && n->ntaints == 0 && n->naddresses == 0 && n->npod_cidrs == 0);
+	CHECK(n->provider_id == NULL);
+	CHECK(n->ready == KUBE_NODE_READY_NONE);
+	store_obj_unref(&n->obj);
+
+	CHECK(t_decode("{\"metadata\":{\"name\":\"n\",\"labels\":null,\"deletionTimestamp\":"
+	    "\"2026-11-21T09:00:00Z\"},\"spec\":{\"taints\":null,\"providerID\":null},"
+	    "\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"Unknown\"}]}}", &n,
+	    &e) == 0);
+	CHECK(n->nlabels == 0 && n->provider_id == NULL);
+	CHECK(n->deletion_timestamp == 1795251600);
+	CHECK(n->ready == KUBE_NODE_READY_UNKNOWN);
+	store_obj_unref(&n->obj);
+
+	CHECK(t_decode("{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":["
+	    "{\"type\":\"Ready\",\"status\":\"False\"},{\"type\":\"X\"}]}}", &n, &e) == 0);
+	CHECK(n->ready == KUBE_NODE_READY_FALSE);
+	store_obj_unref(&n->obj);
+}
+
+TEST(broken)
+{
+	static const struct {
+		const char *json, *msg;
+	} cases[] = {
+		{ "[]", "node: expected a JSON object" },
+		{ "{}", "node without a metadata.name" },
+		{ "{\"metadata\":[]}", "node: metadata: expected an object" },
+		{ "{\"metadata\":{\"name\":\"\"}}", "node without a metadata.name" },
+		{ "{\"metadata\":{\"name\":5}}", "node without a metadata.name" },
+		{ "{\"metadata\":{\"name\":\"n\",\"labels\":[\"a\"]}}",
+		  "node \"n\": metadata.labels: expected an object" },
+		{ "{\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":true}}}",
+		  "node \"n\": metadata.labels[\"a\"]: expected a string" },
+		{ "{\"metadata\":{\"name\":\"n\",\"resourceVersion\":12}}",
+		  "node \"n\": metadata.resourceVersion: expected a string" },
+		{ "{\"metadata\":{\"name\":\"n\",\"creationTimestamp\":\"today\"}}",
+		  "node \"n\": metadata.creationTimestamp: not an RFC 3339 time" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":\"x\"}",
+		  "node \"n\": spec: expected an object" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":{}}}",
+		  "node \"n\": spec.taints: expected an array" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[{\"key\":\"k\",\"effect\":5}]}}",
+		  "node \"n\": spec.taints[0].effect: expected a string" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[1]}}",
+		  "node \"n\": spec.taints[0]: expected an object" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[{\"key\":\"k\"}]}}",
+		  "node \"n\": spec.taints[0]: a taint needs a key and an effect" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"podCIDRs\":[1]}}",
+		  "node \"n\": spec.podCIDRs[0]: expected a string" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"providerID\":{}}}",
+		  "node \"n\": spec.providerID: expected a string" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\"}]}}",
+		  "node \"n\": status.addresses[0]: an address needs a type and an address" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":\"10.0.0.1\"}}",
+		  "node \"n\": status.addresses: expected an array" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":[{\"type\":\"Ready\","
+		  "\"status\":true}]}}",
+		  "node \"n\": status.conditions[0].status: expected a string" },
+		{ "{\"metadata\":{\"name\":\"n\"},\"status\":[]}",
+		  "node \"n\": status: expected an object" },
+	};
+	const struct kube_node *n = NULL;
+	struct errbuf e;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		e.msg[0] = '\0';
+		if (t_decode(cases[i].json, &n, &e) != ERR_INVALID) {
+			fprintf(stderr, "  case %zu: accepted\n", i);
+			CHECK(0);
+		}
+		CHECK_STR(e.msg, cases[i].msg);
+		CHECK(n == NULL);
+	}
+}
+
+TEST(decode_obj_for_reflector)
+{
+	json_object *j = NULL;
+	const struct store_obj *o;
+	struct errbuf e;
+
+	CHECK(kube_watch_parse("{\"metadata\":{\"name\":\"x\",\"resourceVersion\":\"7\"}}", 47,
+	    &j, &e) == 0);
+	CHECK(kube_node_decode_obj(j, &o, &e) == 0);
+	CHECK_STR(o->key, "x");
+	CHECK_STR(kube_node_of(o)->name, "x");
+	CHECK_STR(o->resource_version, "7");
+	store_obj_unref(o);
+	json_object_put(j);
+}
+
+TEST_MAIN()
