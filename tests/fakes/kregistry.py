@@ -1006,6 +1006,7 @@ class Registry(object):
         self._svc_ips.discard(spec.get("clusterIP"))
         for p in spec.get("ports") or []:
             self._node_ports.discard(p.get("nodePort"))
+        self._node_ports.discard(spec.get("healthCheckNodePort"))
 
 
 def _warn_headers(warn):

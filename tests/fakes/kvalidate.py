@@ -607,6 +607,16 @@ def _service_defaults(obj, old, registry, sub=""):
                 (registry.allocate_node_port() if registry else 30000)
     if t in ("NodePort", "LoadBalancer"):
         spec.setdefault("externalTrafficPolicy", "Cluster")
+    # like the service REST's healthCheckNodePort allocation: a
+    # LoadBalancer with externalTrafficPolicy Local gets one (kept across
+    # updates); one that stops needing it has it released and cleared
+    if t == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local":
+        if not spec.get("healthCheckNodePort"):
+            spec["healthCheckNodePort"] = ospec.get("healthCheckNodePort") or \
+                (registry.allocate_node_port() if registry else 30001)
+    elif old is not None and sub != "status" and spec.get("healthCheckNodePort") and \
+            spec.get("healthCheckNodePort") == ospec.get("healthCheckNodePort"):
+        spec.pop("healthCheckNodePort")
     if t == "LoadBalancer":
         spec.setdefault("allocateLoadBalancerNodePorts", True)
     st = obj.setdefault("status", {})
