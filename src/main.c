@@ -10,6 +10,7 @@
 #include "err.h"
 #include "http.h"
 #include "log.h"
+#include "metadata/cmd.h"
 #include "options.h"
 #include "version.h" /* generated: build/gen/version.h */
 
@@ -55,6 +56,8 @@ main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 
+	if (argc > 1 && strcmp(argv[1], "metadata") == 0)
+		return md_cmd(argc - 1, argv + 1);
 	if (argc > 1 && strcmp(argv[1], "check-kubeconfig") == 0) {
 		check = 1;
 		first = 2;

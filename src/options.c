@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include "flags.h"
+#include "metadata/cmd.h"
+#include "metadata/metadata.h"
 
 /* The table points into the struct being parsed, so it is built per call. */
 #define O(field) ((void *)&o->field)
@@ -41,6 +43,8 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	  "Should CIDRs allocated by allocate-node-cidrs be configured on the cloud provider.", 0 },
 	{ "node-name", FLAG_STRING, O(node_name), NULL,
 	  "The node this replica runs on, initialized from the local metadata service when the cloud API cannot answer (default the host name).", 0 },
+	MD_FLAGS(O(metadata_cloud), O(metadata_endpoint), O(metadata_dmi_dir),
+	    O(metadata_config_drive)),
 	{ "concurrent-node-syncs", FLAG_INT, O(concurrent_node_syncs), "1",
 	  "Number of workers concurrently synchronizing nodes.", 0 },
 	{ "concurrent-service-syncs", FLAG_INT, O(concurrent_service_syncs), "1",
@@ -96,6 +100,9 @@ options_table(struct options *o, struct flag *t, size_t cap)
 static int
 options_validate(const struct options *o, struct errbuf *e)
 {
+	struct md_config md;
+
+	md_config_init(&md);
 	if (o->kube_api_qps <= 0)
 		return errbuf_set(e, ERR_INVALID, "--kube-api-qps must be greater than 0");
 	if (o->kube_api_burst < 1)
@@ -107,6 +114,9 @@ options_validate(const struct options *o, struct errbuf *e)
 		return errbuf_set(e, ERR_INVALID, "--concurrent-node-syncs must be at least 1");
 	if (o->concurrent_service_syncs < 1)
 		return errbuf_set(e, ERR_INVALID, "--concurrent-service-syncs must be at least 1");
+	if (md_config_set(&md, o->metadata_cloud, o->metadata_endpoint, o->metadata_dmi_dir,
+	    o->metadata_config_drive, e) < 0)
+		return ERR_INVALID;
 	if (o->verbosity < 0)
 		return errbuf_set(e, ERR_INVALID, "-v must not be negative");
 	if (strcmp(o->logging_format, "text") != 0 && strcmp(o->logging_format, "json") != 0)
@@ -183,8 +193,9 @@ options_usage(FILE *out, const char *prog)
 	fprintf(out,
 	    "Usage: %s [flags]                  run the cloud-controller-manager\n"
 	    "       %s check-kubeconfig [flags] connect once, print the server version and user\n"
+	    "       %s metadata [flags]         print this instance's facts (see metadata --help)\n"
 	    "       %s --version\n\n"
-	    "Flags:\n", prog, prog, prog);
+	    "Flags:\n", prog, prog, prog, prog);
 	flags_usage(t, n, out);
 }
 

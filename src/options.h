@@ -30,6 +30,12 @@ struct options {
 	int configure_cloud_routes;
 	char *node_name;
 
+	/* instance metadata (src/metadata/cmd.h MD_FLAGS) */
+	char *metadata_cloud;
+	char *metadata_endpoint;
+	char *metadata_dmi_dir;
+	char *metadata_config_drive;
+
 	/* controllers */
 	int concurrent_node_syncs;
 	int concurrent_service_syncs;

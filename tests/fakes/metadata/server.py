@@ -1456,6 +1456,13 @@ class _HTTPServer(http.server.ThreadingHTTPServer):
 class _Handler(http.server.BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
+    def setup(self):
+        super().setup()
+        # Like the real services (Go servers): no Nagle delay between the
+        # header and body writes of an answer, which a client's delayed ACK
+        # would otherwise turn into ~40 ms per request on keep-alive.
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+
     def version_string(self):
         return self.server.fake.dialect.server_header
 

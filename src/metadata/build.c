@@ -1,0 +1,396 @@
+/* build.c - validation and conversion of metadata answers into instance
+ * fields: every outside string is checked against its cap and character set
+ * before it is stored. */
+#include "metadata/build.h"
+
+#include <arpa/inet.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#define MD_BUILD_DNS_MAX 253  /* bytes in a DNS name */
+
+/* md_build_utf8 returns the length of the valid UTF-8 sequence of two to
+ * four bytes at s (no overlongs, surrogates or values past U+10FFFF), or 0. */
+static size_t
+md_build_utf8(const char *s, size_t len)
+{
+	const unsigned char *u = (const unsigned char *)s;
+	unsigned long cp;
+	size_t n;
+
+	if (u[0] >= 0xc2 && u[0] <= 0xdf) {
+		n = 2;
+		cp = u[0] & 0x1f;
+	} else if (u[0] >= 0xe0 && u[0] <= 0xef) {
+		n = 3;
+		cp = u[0] & 0x0f;
+	} else if (u[0] >= 0xf0 && u[0] <= 0xf4) {
+		n = 4;
+		cp = u[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (len < n)
+		return 0;
+	for (size_t i = 1; i < n; i++) {
+		if ((u[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (u[i] & 0x3f);
+	}
+	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return n;
+}
+
+int
+md_build_check(const struct md_answer *a, const char *field, const char *value,
+    size_t len, int flags, struct errbuf *e)
+{
+	if (value == NULL)
+		len = 0;
+	if (len == 0 && (flags & MD_V_REQUIRED))
+		return errbuf_set(e, ERR_INVALID, "%s: %s is empty", a->where, field);
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)value[i];
+		size_t n;
+		if (c >= 0x80 && (flags & MD_V_UTF8) && (n = md_build_utf8(value + i,
+		    len - i)) > 0) {
+			i += n - 1;
+			continue;
+		}
+		if (c < 0x20 || c >= 0x7f)
+			return errbuf_set(e, ERR_INVALID,
+			    "%s: %s has a control or non-ASCII byte (0x%02x at %zu)",
+			    a->where, field, c, i);
+		/* the value is quoted only up to here: the rest is unchecked */
+		if (c == ' ' && (flags & (MD_V_WORD | MD_V_SEGMENT)))
+			return errbuf_set(e, ERR_INVALID, "%s: %s \"%.*s \"... has a space",
+			    a->where, field, (int)(i > 64 ? 64 : i), value);
+		if ((flags & MD_V_SEGMENT) && strchr("/\"'\\$`*?[]{}", c) != NULL)
+			return errbuf_set(e, ERR_INVALID,
+			    "%s: %s \"%.*s%c\"... has a '%c', which a providerID segment must not have",
+			    a->where, field, (int)(i > 64 ? 64 : i), value, c, c);
+	}
+	return 0;
+}
+
+int
+md_build_set(const struct md_answer *a, const char *field, char *dst, size_t cap,
+    const char *value, size_t len, int flags, struct errbuf *e)
+{
+	int r;
+
+	if (value == NULL)
+		len = 0;
+	if (len >= cap)
+		return errbuf_set(e, ERR_INVALID, "%s: %s is longer than %zu bytes",
+		    a->where, field, cap - 1);
+	if ((r = md_build_check(a, field, value, len, flags, e)) < 0)
+		return r;
+	if (len)
+		memcpy(dst, value, len);
+	dst[len] = '\0';
+	return 0;
+}
+
+static int
+md_build_space(char c)
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+void
+md_build_trim(const char *s, size_t len, const char **ret, size_t *ret_len)
+{
+	while (len > 0 && md_build_space(*s))
+		s++, len--;
+	while (len > 0 && md_build_space(s[len - 1]))
+		len--;
+	*ret = s;
+	*ret_len = len;
+}
+
+int
+md_build_line(const char **pos, const char *end, const char **ret, size_t *ret_len)
+{
+	const char *p = *pos, *nl;
+
+	if (p >= end)
+		return 0;
+	nl = memchr(p, '\n', (size_t)(end - p));
+	if (nl == NULL)
+		nl = end;
+	*pos = nl < end ? nl + 1 : end;
+	md_build_trim(p, (size_t)(nl - p), ret, ret_len);
+	return 1;
+}
+
+int
+md_build_ip_family(const char *addr)
+{
+	unsigned char buf[16];
+
+	if (inet_pton(AF_INET, addr, buf) == 1)
+		return 4;
+	if (inet_pton(AF_INET6, addr, buf) == 1)
+		return 6;
+	return 0;
+}
+
+/* md_build_dns checks a host name: labels of letters, digits, '-' and '_'
+ * separated by dots, at most 253 bytes (a trailing dot allowed). */
+static int
+md_build_dns(const char *s, size_t len)
+{
+	size_t label = 0;
+
+	if (len == 0 || len > MD_BUILD_DNS_MAX + 1)
+		return 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (c == '.') {
+			if (label == 0)
+				return 0;
+			label = 0;
+		} else if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '-' || c == '_') {
+			if (++label > 63)
+				return 0;
+		} else {
+			return 0;
+		}
+	}
+	return 1;
+}
+
+int
+md_build_addr(struct md_instance *in, const struct md_answer *a, const char *field,
+    enum md_addr_type type, const char *value, size_t len, struct errbuf *e)
+{
+	char addr[MD_NAME_MAX];
+
+	int r;
+
+	if (value == NULL || len == 0)
+		return 0;
+	if ((r = md_build_check(a, field, value, len, MD_V_WORD, e)) < 0)
+		return r;
+	if (len >= sizeof(addr))
+		return errbuf_set(e, ERR_INVALID, "%s: %s is longer than %zu bytes",
+		    a->where, field, sizeof(addr) - 1);
+	memcpy(addr, value, len);
+	addr[len] = '\0';
+	if (strlen(addr) != len)
+		return errbuf_set(e, ERR_INVALID, "%s: %s has a NUL byte", a->where, field);
+	if (type == MD_ADDR_INTERNAL_IP || type == MD_ADDR_EXTERNAL_IP) {
+		unsigned char bin[16];
+		int af = AF_INET;
+		if (inet_pton(AF_INET, addr, bin) != 1) {
+			af = AF_INET6;
+			if (inet_pton(AF_INET6, addr, bin) != 1)
+				return errbuf_set(e, ERR_INVALID,
+				    "%s: %s \"%.64s\" is not an IP address", a->where, field,
+				    addr);
+		}
+		if (inet_ntop(af, bin, addr, sizeof(addr)) == NULL)
+			return errbuf_set(e, ERR_INTERNAL, "inet_ntop failed");
+	} else if (!md_build_dns(addr, len)) {
+		return errbuf_set(e, ERR_INVALID, "%s: %s \"%.64s\" is not a host name",
+		    a->where, field, addr);
+	}
+	for (size_t i = 0; i < in->n_addresses; i++)
+		if (in->addresses[i].type == type &&
+		    strcmp(in->addresses[i].address, addr) == 0)
+			return 0;
+	if (in->n_addresses >= MD_ADDRS_MAX) {
+		in->addresses_dropped++;
+		return 0;
+	}
+	in->addresses[in->n_addresses].type = type;
+	memcpy(in->addresses[in->n_addresses].address, addr, strlen(addr) + 1);
+	in->n_addresses++;
+	return 0;
+}
+
+int
+md_build_provider_id(struct md_instance *in, const struct md_answer *a, struct errbuf *e,
+    const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(in->provider_id, sizeof(in->provider_id), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(in->provider_id)) {
+		in->provider_id[0] = '\0';
+		return errbuf_set(e, ERR_INVALID, "%s: the providerID would be longer than %zu bytes",
+		    a->where, sizeof(in->provider_id) - 1);
+	}
+	return 0;
+}
+
+int
+md_build_json(const struct md_answer *a, struct json_object **ret, struct errbuf *e)
+{
+	struct json_tokener *tok;
+	struct json_object *o;
+	enum json_tokener_error err;
+	size_t end;
+
+	if (a->len > MD_BODY_MAX)
+		return errbuf_set(e, ERR_TOO_LARGE, "%s: larger than %d bytes", a->where,
+		    MD_BODY_MAX);
+	if ((tok = json_tokener_new_ex(MD_JSON_DEPTH)) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, a->body, (int)a->len);
+	err = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (err == json_tokener_continue || (o == NULL && err == json_tokener_success)) {
+		json_object_put(o);
+		return errbuf_set(e, ERR_INVALID, "%s: truncated JSON (%zu bytes)", a->where,
+		    a->len);
+	}
+	if (err != json_tokener_success) {
+		json_object_put(o);
+		return errbuf_set(e, ERR_INVALID, "%s: invalid JSON near byte %zu: %s",
+		    a->where, end, json_tokener_error_desc(err));
+	}
+	while (end < a->len && md_build_space(a->body[end]))
+		end++;
+	if (end != a->len) {
+		json_object_put(o);
+		return errbuf_set(e, ERR_INVALID, "%s: unexpected data after the JSON at byte %zu",
+		    a->where, end);
+	}
+	if (!json_object_is_type(o, json_type_object)) {
+		json_object_put(o);
+		return errbuf_set(e, ERR_INVALID, "%s: not a JSON object", a->where);
+	}
+	*ret = o;
+	return 0;
+}
+
+static const char *
+md_build_json_type_name(enum json_type t)
+{
+	switch (t) {
+	case json_type_null: return "null";
+	case json_type_boolean: return "a boolean";
+	case json_type_double: return "a number";
+	case json_type_int: return "an integer";
+	case json_type_object: return "an object";
+	case json_type_array: return "an array";
+	case json_type_string: return "a string";
+	}
+	return "unknown";
+}
+
+int
+md_build_json_child(const struct md_answer *a, struct json_object *obj, const char *key,
+    const char *field, enum json_type type, int required, struct json_object **ret,
+    struct errbuf *e)
+{
+	struct json_object *v = NULL;
+
+	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
+	    json_object_is_type(v, json_type_null)) {
+		if (required)
+			return errbuf_set(e, ERR_INVALID, "%s: no %s", a->where, field);
+		*ret = NULL;
+		return 0;
+	}
+	if (!json_object_is_type(v, type))
+		return errbuf_set(e, ERR_INVALID, "%s: %s is %s, not %s", a->where, field,
+		    md_build_json_type_name(json_object_get_type(v)),
+		    md_build_json_type_name(type));
+	*ret = v;
+	return 0;
+}
+
+int
+md_build_json_str(const struct md_answer *a, struct json_object *obj, const char *key,
+    const char *field, int required, const char **ret, size_t *ret_len, struct errbuf *e)
+{
+	struct json_object *v;
+	int r;
+
+	if ((r = md_build_json_child(a, obj, key, field, json_type_string, required, &v,
+	    e)) < 0)
+		return r;
+	*ret = v ? json_object_get_string(v) : NULL;
+	*ret_len = v ? (size_t)json_object_get_string_len(v) : 0;
+	return 0;
+}
+
+int
+md_build_digits(const char *s, size_t len)
+{
+	if (len == 0 || s[0] == '0')
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+int
+md_build_json_id(const struct md_answer *a, struct json_object *obj, const char *key,
+    const char *field, char *dst, size_t cap, struct errbuf *e)
+{
+	struct json_object *v;
+	const char *s;
+	size_t len;
+
+	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
+	    json_object_is_type(v, json_type_null))
+		return errbuf_set(e, ERR_INVALID, "%s: no %s", a->where, field);
+	if (json_object_is_type(v, json_type_int)) {
+		s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+		/* json-c saturates integers beyond 64 bits: the top value is no
+		 * proof of the number the service sent */
+		if (s == NULL || strcmp(s, "18446744073709551615") == 0)
+			return errbuf_set(e, ERR_INVALID, "%s: %s is out of range", a->where,
+			    field);
+	} else if (json_object_is_type(v, json_type_string)) {
+		s = json_object_get_string(v);
+	} else {
+		return errbuf_set(e, ERR_INVALID, "%s: %s is %s, not an integer", a->where,
+		    field, md_build_json_type_name(json_object_get_type(v)));
+	}
+	len = strlen(s);
+	if (json_object_is_type(v, json_type_string) &&
+	    (size_t)json_object_get_string_len(v) != len)
+		return errbuf_set(e, ERR_INVALID, "%s: %s has a NUL byte", a->where, field);
+	if (!md_build_digits(s, len))
+		return errbuf_set(e, ERR_INVALID, "%s: %s \"%.32s\" is not a positive decimal id",
+		    a->where, field, s);
+	return md_build_set(a, field, dst, cap, s, len, MD_V_SEGMENT | MD_V_REQUIRED, e);
+}
+
+int
+md_build_leaf(const struct md_getter *g, const char *path, int optional,
+    const char *field, char *dst, size_t cap, int flags, struct errbuf *e)
+{
+	struct md_answer a;
+	const char *v;
+	size_t len;
+	int r;
+
+	memset(&a, 0, sizeof(a));
+	if ((r = g->get(g->arg, path, optional, &a, e)) < 0)
+		return r;
+	if (a.status == 404) {
+		dst[0] = '\0';
+		md_session_answer_free(&a);
+		return 1;
+	}
+	md_build_trim(a.body, a.len, &v, &len);
+	r = md_build_set(&a, field, dst, cap, v, len, flags, e);
+	md_session_answer_free(&a);
+	return r;
+}
