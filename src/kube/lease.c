@@ -1,0 +1,1047 @@
+/* lease.c - leader election on a Lease, the client-go way. */
+#include "kube/lease.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "flags.h"
+#include "http.h"
+#include "kube/client.h"
+#include "log.h"
+#include "metrics.h"
+#include "uuid.h"
+
+#define LEASE_PATH_MAX 512          /* bytes: an API path for the Lease */
+#define LEASE_DESC_MAX 320          /* bytes: "namespace/name" */
+#define LEASE_NAME_MAX 253          /* a DNS-1123 subdomain */
+#define LEASE_NAMESPACE_MAX 63      /* a DNS-1123 label */
+#define LEASE_EXPIRY_SLACK_NS (10LL * NS_PER_MS) /* wake this long after an
+                                       observed lease expires, so the GET that
+                                       follows finds it expired */
+
+struct lease {
+	char namespace[LEASE_NAMESPACE_MAX + 1];
+	char name[LEASE_NAME_MAX + 1];
+	char identity[LEASE_HOLDER_MAX];
+	char desc[LEASE_DESC_MAX];         /* "namespace/name" for logs */
+	char path[LEASE_PATH_MAX];         /* .../leases/NAME */
+	char collection[LEASE_PATH_MAX];   /* .../leases */
+	int64_t lease_duration_ns;
+	int64_t renew_deadline_ns;
+	int64_t retry_period_ns;
+	int duration_s;                    /* leaseDurationSeconds written */
+	void (*on_started_leading)(void *arg);
+	void (*on_stopped_leading)(void *arg);
+	void *arg;
+
+	/* elector thread only */
+	struct kube_client client;
+	json_object *obj;                  /* the Lease as last read or written:
+	                                      updates PUT it back with a new spec,
+	                                      keeping metadata like client-go */
+	struct lease_observed obs;
+	char last_err[ERRBUF_MAX];         /* to log a repeated failure once */
+
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;               /* CLOCK_MONOTONIC waits */
+	/* guarded by lock */
+	int stop;
+	int leading;                       /* renewing; is_leader also checks time */
+	int acting;                        /* between the two callbacks */
+	int64_t renewed_ns;                /* when the last successful acquire or
+	                                      renew request was sent */
+};
+
+static struct metric *lease_m_status, *lease_m_transitions;
+static pthread_once_t lease_metrics_once = PTHREAD_ONCE_INIT;
+
+static void
+lease_metrics_init(void)
+{
+	lease_m_status = metrics_gauge("leader_election_master_status",
+	    "Gauge of if the reporting system is master of the relevant lease, 0 "
+	    "indicates backup, 1 indicates master. 'name' is the string used to "
+	    "identify the lease.", "name");
+	lease_m_transitions = metrics_counter("bootccm_leader_election_transitions_total",
+	    "Times this replica started or stopped leading.", "name,transition");
+}
+
+/* lease_now_ns is the elector's clock: CLOCK_BOOTTIME, so time spent
+ * suspended counts against a lease as it does for the other replicas. */
+static int64_t
+lease_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_BOOTTIME, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static int64_t
+lease_unix_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+/* --- MicroTime ------------------------------------------------------------ */
+
+/* Howard Hinnant's days_from_civil: days since 1970-01-01 of a Gregorian
+ * date, independent of the C library's time zone handling. */
+static int64_t
+lease_days_from_civil(int64_t y, int m, int d)
+{
+	y -= m <= 2;
+	int64_t era = (y >= 0 ? y : y - 399) / 400;
+	int64_t yoe = y - era * 400;
+	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
+	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+	return era * 146097 + doe - 719468;
+}
+
+static void
+lease_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
+{
+	z += 719468;
+	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
+	int64_t doe = z - era * 146097;
+	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
+	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+	int64_t mp = (5 * doy + 2) / 153;
+	*d = (int)(doy - (153 * mp + 2) / 5 + 1);
+	*m = (int)(mp < 10 ? mp + 3 : mp - 9);
+	*y = yoe + era * 400 + (*m <= 2);
+}
+
+int
+lease_time_format(int64_t unix_ns, char *buf, size_t len)
+{
+	int64_t secs = unix_ns / NS_PER_S, ns = unix_ns % NS_PER_S;
+	int64_t days, rem, y;
+	int m, d, n;
+
+	if (ns < 0) {
+		ns += NS_PER_S;
+		secs--;
+	}
+	days = secs / 86400;
+	rem = secs % 86400;
+	if (rem < 0) {
+		rem += 86400;
+		days--;
+	}
+	lease_civil_from_days(days, &y, &m, &d);
+	if (y < 1 || y > 9999)
+		return ERR_INVALID;
+	/* exactly six digits: the API server refuses any other MicroTime */
+	n = snprintf(buf, len, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d.%06dZ", y, m, d,
+	    (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)(ns / 1000));
+	if (n < 0 || (size_t)n >= len)
+		return ERR_INVALID;
+	return 0;
+}
+
+/* lease_digits reads exactly n decimal digits at s. Returns -1 on a non-digit. */
+static int
+lease_digits(const char *s, int n)
+{
+	int v = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
+int
+lease_time_parse(const char *s, int64_t *ret_unix_ns)
+{
+	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
+	int y, mo, d, h, mi, sec, frac_digits = 0;
+	int64_t frac = 0, off = 0, days;
+	const char *p;
+
+	if (s == NULL || strlen(s) < 20 || s[4] != '-' || s[7] != '-' ||
+	    (s[10] != 'T' && s[10] != 't') || s[13] != ':' || s[16] != ':')
+		return ERR_INVALID;
+	y = lease_digits(s, 4);
+	mo = lease_digits(s + 5, 2);
+	d = lease_digits(s + 8, 2);
+	h = lease_digits(s + 11, 2);
+	mi = lease_digits(s + 14, 2);
+	sec = lease_digits(s + 17, 2);
+	if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h < 0 ||
+	    h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59)
+		return ERR_INVALID;
+	if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
+		return ERR_INVALID;
+	p = s + 19;
+	if (*p == '.') {
+		p++;
+		while (*p >= '0' && *p <= '9') {
+			if (frac_digits < 9) {
+				frac = frac * 10 + (*p - '0');
+				frac_digits++;
+			}
+			p++;
+		}
+		if (frac_digits == 0)
+			return ERR_INVALID;
+		for (int i = frac_digits; i < 9; i++)
+			frac *= 10;
+	}
+	if (*p == 'Z' || *p == 'z') {
+		p++;
+	} else if (*p == '+' || *p == '-') {
+		int oh = lease_digits(p + 1, 2), om;
+		if (oh < 0 || oh > 23 || p[3] != ':' || (om = lease_digits(p + 4, 2)) < 0 ||
+		    om > 59)
+			return ERR_INVALID;
+		off = (int64_t)(oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
+		p += 6;
+	} else {
+		return ERR_INVALID;
+	}
+	if (*p != '\0')
+		return ERR_INVALID;
+	days = lease_days_from_civil(y, mo, d);
+	*ret_unix_ns = ((days * 86400 + h * 3600 + mi * 60 + sec) - off) * NS_PER_S + frac;
+	return 0;
+}
+
+/* --- the record ------------------------------------------------------------ */
+
+static int
+lease_get_int(json_object *spec, const char *key, int *ret, struct errbuf *e)
+{
+	json_object *v;
+
+	*ret = 0;
+	if (!json_object_object_get_ex(spec, key, &v) || v == NULL)
+		return 0;
+	if (!json_object_is_type(v, json_type_int))
+		return errbuf_set(e, ERR_INVALID, "Lease spec.%s: expected an integer", key);
+	int64_t x = json_object_get_int64(v);
+	if (x < INT32_MIN || x > INT32_MAX)
+		return errbuf_set(e, ERR_INVALID, "Lease spec.%s: out of range", key);
+	*ret = (int)x;
+	return 0;
+}
+
+static int
+lease_get_time(json_object *spec, const char *key, int64_t *ret, struct errbuf *e)
+{
+	json_object *v;
+
+	*ret = 0;
+	if (!json_object_object_get_ex(spec, key, &v) || v == NULL)
+		return 0;
+	if (!json_object_is_type(v, json_type_string) ||
+	    lease_time_parse(json_object_get_string(v), ret) < 0)
+		return errbuf_set(e, ERR_INVALID, "Lease spec.%s: not an RFC 3339 time", key);
+	return 0;
+}
+
+int
+lease_record_decode(json_object *lease, struct lease_record *ret, struct errbuf *e)
+{
+	struct lease_record r;
+	json_object *spec, *v;
+	int rc;
+
+	memset(&r, 0, sizeof(r));
+	if (!json_object_is_type(lease, json_type_object))
+		return errbuf_set(e, ERR_INVALID, "Lease: not a JSON object");
+	if (json_object_object_get_ex(lease, "spec", &spec) && spec != NULL) {
+		if (!json_object_is_type(spec, json_type_object))
+			return errbuf_set(e, ERR_INVALID, "Lease spec: not an object");
+		if (json_object_object_get_ex(spec, "holderIdentity", &v) && v != NULL) {
+			if (!json_object_is_type(v, json_type_string))
+				return errbuf_set(e, ERR_INVALID,
+				    "Lease spec.holderIdentity: expected a string");
+			if ((size_t)json_object_get_string_len(v) >= sizeof(r.holder))
+				return errbuf_set(e, ERR_INVALID,
+				    "Lease spec.holderIdentity: longer than %d bytes",
+				    LEASE_HOLDER_MAX - 1);
+			memcpy(r.holder, json_object_get_string(v),
+			    (size_t)json_object_get_string_len(v) + 1);
+		}
+		if ((rc = lease_get_int(spec, "leaseDurationSeconds", &r.duration_s, e)) < 0 ||
+		    (rc = lease_get_int(spec, "leaseTransitions", &r.transitions, e)) < 0 ||
+		    (rc = lease_get_time(spec, "acquireTime", &r.acquire_ns, e)) < 0 ||
+		    (rc = lease_get_time(spec, "renewTime", &r.renew_ns, e)) < 0)
+			return rc;
+	}
+	*ret = r;
+	return 0;
+}
+
+static int
+lease_add_time(json_object *spec, const char *key, int64_t unix_ns)
+{
+	char buf[LEASE_TIME_LEN];
+	json_object *v;
+
+	if (lease_time_format(unix_ns, buf, sizeof(buf)) < 0)
+		return ERR_INVALID;
+	if ((v = json_object_new_string(buf)) == NULL)
+		return ERR_NOMEM;
+	json_object_object_add(spec, key, v);
+	return 0;
+}
+
+json_object *
+lease_record_spec(const struct lease_record *r)
+{
+	json_object *spec = json_object_new_object();
+
+	if (spec == NULL)
+		return NULL;
+	/* the five fields of client-go's LeaderElectionRecordToLeaseSpec, all
+	 * always present (holderIdentity "" on release) */
+	json_object_object_add(spec, "holderIdentity", json_object_new_string(r->holder));
+	json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(r->duration_s));
+	if (lease_add_time(spec, "acquireTime", r->acquire_ns) < 0 ||
+	    lease_add_time(spec, "renewTime", r->renew_ns) < 0) {
+		json_object_put(spec);
+		return NULL;
+	}
+	json_object_object_add(spec, "leaseTransitions", json_object_new_int(r->transitions));
+	if (json_object_object_length(spec) != 5) {
+		json_object_put(spec);
+		return NULL;
+	}
+	return spec;
+}
+
+/* --- the decision ------------------------------------------------------------ */
+
+static int
+lease_record_equal(const struct lease_record *a, const struct lease_record *b)
+{
+	return strcmp(a->holder, b->holder) == 0 && a->duration_s == b->duration_s &&
+	    a->acquire_ns == b->acquire_ns && a->renew_ns == b->renew_ns &&
+	    a->transitions == b->transitions;
+}
+
+void
+lease_observe(struct lease_observed *o, const struct lease_record *r, int64_t now_ns)
+{
+	if (o->have && lease_record_equal(&o->rec, r))
+		return;
+	o->rec = *r;
+	o->time_ns = now_ns;
+	o->have = 1;
+}
+
+int
+lease_valid(const struct lease_observed *o, int64_t now_ns)
+{
+	return o->have && o->time_ns + (int64_t)o->rec.duration_s * NS_PER_S > now_ns;
+}
+
+enum lease_action
+lease_decide(const struct lease_observed *o, const char *identity, int duration_s,
+    int64_t now_ns, int64_t now_unix_ns, struct lease_record *ret)
+{
+	struct lease_record r;
+	int ours = o->have && strcmp(o->rec.holder, identity) == 0;
+
+	if (o->have && o->rec.holder[0] != '\0' && !ours && lease_valid(o, now_ns))
+		return LEASE_HELD;
+	memset(&r, 0, sizeof(r));
+	snprintf(r.holder, sizeof(r.holder), "%s", identity);
+	r.duration_s = duration_s;
+	r.renew_ns = now_unix_ns;
+	if (ours) {
+		r.acquire_ns = o->rec.acquire_ns;
+		r.transitions = o->rec.transitions;
+	} else {
+		r.acquire_ns = now_unix_ns;
+		r.transitions = o->have ? o->rec.transitions + 1 : 0;
+	}
+	*ret = r;
+	return ours ? LEASE_RENEW : LEASE_ACQUIRE;
+}
+
+int
+lease_health(int acting, int64_t renewed_ns, int64_t lease_duration_ns, int64_t now_ns)
+{
+	return !acting || now_ns - renewed_ns <= lease_duration_ns + LEASE_HEALTH_TIMEOUT_NS;
+}
+
+/* --- configuration ------------------------------------------------------------ */
+
+void
+lease_config_from_options(const struct options *o, struct lease_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->namespace = o->leader_elect_resource_namespace;
+	cfg->name = o->leader_elect_resource_name;
+	cfg->lease_duration_ns = o->leader_elect_lease_duration_ns;
+	cfg->renew_deadline_ns = o->leader_elect_renew_deadline_ns;
+	cfg->retry_period_ns = o->leader_elect_retry_period_ns;
+}
+
+/* lease_dns_label_ok checks a DNS-1123 label: the API server's rule for
+ * namespaces, and for each dot-separated part of a subdomain. */
+static int
+lease_dns_label_ok(const char *s, size_t len)
+{
+	if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return 0;
+	return 1;
+}
+
+static int
+lease_dns_subdomain_ok(const char *s)
+{
+	size_t len = strlen(s);
+	const char *p = s;
+
+	if (len == 0 || len > LEASE_NAME_MAX)
+		return 0;
+	for (;;) {
+		const char *dot = strchr(p, '.');
+		size_t n = dot ? (size_t)(dot - p) : strlen(p);
+		if (!lease_dns_label_ok(p, n))
+			return 0;
+		if (dot == NULL)
+			return 1;
+		p = dot + 1;
+	}
+}
+
+int
+lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **ret,
+    struct errbuf *e)
+{
+	struct lease *l;
+	char host[256], uuid[UUID_STR_LEN];
+	pthread_condattr_t ca;
+	int r;
+
+	if (cfg->namespace == NULL || !lease_dns_label_ok(cfg->namespace, strlen(cfg->namespace)))
+		return errbuf_set(e, ERR_INVALID, "leader election: namespace \"%s\" is not "
+		    "a valid namespace name", cfg->namespace ? cfg->namespace : "");
+	if (cfg->name == NULL || !lease_dns_subdomain_ok(cfg->name))
+		return errbuf_set(e, ERR_INVALID, "leader election: lease name \"%s\" is not "
+		    "a valid object name", cfg->name ? cfg->name : "");
+	if (cfg->lease_duration_ns < NS_PER_S)
+		return errbuf_set(e, ERR_INVALID,
+		    "leader election: the lease duration must be at least 1s");
+	if (cfg->retry_period_ns <= 0 || cfg->renew_deadline_ns <= 0)
+		return errbuf_set(e, ERR_INVALID,
+		    "leader election: renew deadline and retry period must be greater than zero");
+	/* others judge expiry by the whole seconds in leaseDurationSeconds, so
+	 * that is what the renew deadline must stay under */
+	if (cfg->renew_deadline_ns >= cfg->lease_duration_ns / NS_PER_S * NS_PER_S)
+		return errbuf_set(e, ERR_INVALID, "leader election: the renew deadline must be "
+		    "shorter than the lease duration in whole seconds (%" PRId64 "s)",
+		    (int64_t)(cfg->lease_duration_ns / NS_PER_S));
+	if ((double)cfg->renew_deadline_ns <= LEASE_JITTER * (double)cfg->retry_period_ns)
+		return errbuf_set(e, ERR_INVALID, "leader election: the renew deadline must be "
+		    "greater than 1.2 x the retry period");
+	if (cfg->on_started_leading == NULL || cfg->on_stopped_leading == NULL)
+		return errbuf_set(e, ERR_INVALID, "leader election: both callbacks are required");
+	if (cfg->lease_duration_ns / NS_PER_S > INT32_MAX)
+		return errbuf_set(e, ERR_INVALID, "leader election: lease duration too long");
+
+	if ((l = calloc(1, sizeof(*l))) == NULL)
+		return ERR_NOMEM;
+	snprintf(l->namespace, sizeof(l->namespace), "%s", cfg->namespace);
+	snprintf(l->name, sizeof(l->name), "%s", cfg->name);
+	if (cfg->identity && *cfg->identity) {
+		if (strlen(cfg->identity) >= sizeof(l->identity)) {
+			free(l);
+			return errbuf_set(e, ERR_INVALID, "leader election: identity longer than "
+			    "%d bytes", LEASE_HOLDER_MAX - 1);
+		}
+		snprintf(l->identity, sizeof(l->identity), "%s", cfg->identity);
+	} else {
+		/* upstream: os.Hostname() + "_" + a random UUID, so two replicas
+		 * on one host (or a restarted one) never share an identity */
+		if (gethostname(host, sizeof(host)) < 0)
+			snprintf(host, sizeof(host), "unknown");
+		host[sizeof(host) - 1] = '\0';
+		if (uuid_v4(uuid) < 0) {
+			free(l);
+			return errbuf_set(e, ERR_IO, "leader election: no randomness for the "
+			    "identity's UUID");
+		}
+		snprintf(l->identity, sizeof(l->identity), "%s_%s", host, uuid);
+	}
+	snprintf(l->desc, sizeof(l->desc), "%s/%s", l->namespace, l->name);
+	snprintf(l->collection, sizeof(l->collection),
+	    "/apis/coordination.k8s.io/v1/namespaces/%s/leases", l->namespace);
+	snprintf(l->path, sizeof(l->path), "%s/%s", l->collection, l->name);
+	l->lease_duration_ns = cfg->lease_duration_ns;
+	l->renew_deadline_ns = cfg->renew_deadline_ns;
+	l->retry_period_ns = cfg->retry_period_ns;
+	l->duration_s = (int)(cfg->lease_duration_ns / NS_PER_S);
+	l->on_started_leading = cfg->on_started_leading;
+	l->on_stopped_leading = cfg->on_stopped_leading;
+	l->arg = cfg->arg;
+	if ((r = kube_client_init(&l->client, kc, "bootccm/leader-election")) < 0) {
+		free(l);
+		return r;
+	}
+	pthread_mutex_init(&l->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&l->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_once(&lease_metrics_once, lease_metrics_init);
+	metric_set(lease_m_status, 0, l->name);
+	*ret = l;
+	return 0;
+}
+
+const char *
+lease_identity(const struct lease *l)
+{
+	return l->identity;
+}
+
+/* --- requests ------------------------------------------------------------ */
+
+/* lease_request is kube_request with a deadline: like client-go's renew
+ * context, no request may outlive the renew deadline, or a hung API server
+ * would keep the elector from stopping before the lease expires for others.
+ * It skips the process-wide rate limiter: upstream's leader election has its
+ * own client, so controller traffic never delays a renewal. */
+static int
+lease_request(struct lease *l, const char *method, const char *path, const char *body,
+    int64_t deadline_ns, json_object **ret, struct errbuf *e)
+{
+	struct kube_client *c = &l->client;
+	const char *headers[] = { "Accept: application/json", c->user_agent, NULL };
+	struct http_request req = {
+		.method = method,
+		.headers = headers,
+		.content_type = body ? "application/json" : NULL,
+		.body = body,
+		.body_len = body ? strlen(body) : 0,
+		.max_body = LEASE_BODY_MAX,
+	};
+	struct http_response resp;
+	char *url = NULL, *token = NULL;
+	int64_t t0 = lease_now_ns(), left = deadline_ns - t0;
+	int r;
+
+	if (left < NS_PER_MS)
+		return errbuf_set(e, ERR_TIMEOUT, "%s %s: no time left before the renew deadline",
+		    method, path);
+	req.timeout_ms = left / NS_PER_MS;
+	if (req.timeout_ms > KUBE_REQUEST_TIMEOUT_MS)
+		req.timeout_ms = KUBE_REQUEST_TIMEOUT_MS;
+	if (asprintf(&url, "%s%s", c->kc->server, path) < 0)
+		return ERR_NOMEM;
+	req.url = url;
+	if (strncmp(url, "https://", 8) == 0)
+		req.tls = &c->tls;
+	if ((r = kubeconfig_token(c->kc, &token, e)) < 0)
+		goto out;
+	req.bearer_token = token;
+	r = http_do(c->http, &req, &resp, e);
+	if (log_enabled(6)) {
+		char ms[32], code[16];
+		snprintf(ms, sizeof(ms), "%" PRId64, (int64_t)((lease_now_ns() - t0) / NS_PER_MS));
+		snprintf(code, sizeof(code), "%ld", r < 0 ? 0L : resp.status);
+		log_info(6, "HTTP request", "verb", method, "url", url, "status", code,
+		    "milliseconds", ms, NULL);
+	}
+	if (r < 0) {
+		errbuf_prefix(e, r, "%s %s", method, path);
+		goto out;
+	}
+	if (resp.status < 200 || resp.status > 299) {
+		r = kube_status_decode(resp.status, resp.body, resp.body_len, e);
+		errbuf_prefix(e, r, "%s %s", method, path);
+	} else if (ret) {
+		json_tokener *tok = json_tokener_new_ex(KUBE_JSON_DEPTH);
+		json_object *o = NULL;
+		if (tok == NULL) {
+			r = ERR_NOMEM;
+		} else {
+			o = json_tokener_parse_ex(tok, resp.body, (int)resp.body_len);
+			if (o == NULL || json_tokener_get_error(tok) != json_tokener_success ||
+			    json_tokener_get_parse_end(tok) != resp.body_len ||
+			    !json_object_is_type(o, json_type_object)) {
+				json_object_put(o);
+				o = NULL;
+				r = errbuf_set(e, ERR_INVALID, "%s %s: the answer is not a JSON object",
+				    method, path);
+			}
+			json_tokener_free(tok);
+		}
+		if (o)
+			*ret = o;
+	}
+	http_response_free(&resp);
+out:
+	if (token) {
+		explicit_bzero(token, strlen(token));
+		free(token);
+	}
+	free(url);
+	return r;
+}
+
+/* lease_adopt makes an answer the Lease to PUT back next time. */
+static void
+lease_adopt(struct lease *l, json_object *o)
+{
+	json_object_put(l->obj);
+	l->obj = o;
+}
+
+/* lease_get reads the Lease into *ret (and l->obj). */
+static int
+lease_get(struct lease *l, int64_t deadline_ns, struct lease_record *ret, struct errbuf *e)
+{
+	json_object *o = NULL;
+	int r;
+
+	if ((r = lease_request(l, "GET", l->path, NULL, deadline_ns, &o, e)) < 0)
+		return r;
+	if ((r = lease_record_decode(o, ret, e)) < 0) {
+		errbuf_prefix(e, r, "Lease %s", l->desc);
+		json_object_put(o);
+		return r;
+	}
+	lease_adopt(l, o);
+	return 0;
+}
+
+/* lease_write creates the Lease (l->obj NULL: no resourceVersion, which a
+ * create must not carry) or PUTs l->obj back with rec as its spec: the
+ * resourceVersion it carries makes the update conditional (409 when someone
+ * wrote in between; a Lease update without one is a 422). */
+static int
+lease_write(struct lease *l, const struct lease_record *rec, int64_t deadline_ns,
+    struct errbuf *e)
+{
+	json_object *body = NULL, *spec, *md, *answer = NULL;
+	const char *text;
+	int r, create = l->obj == NULL;
+
+	if ((spec = lease_record_spec(rec)) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "Lease %s: cannot encode the record", l->desc);
+	if (create) {
+		body = json_object_new_object();
+		md = json_object_new_object();
+		if (body == NULL || md == NULL) {
+			json_object_put(md);
+			json_object_put(spec);
+			json_object_put(body);
+			return ERR_NOMEM;
+		}
+		json_object_object_add(md, "name", json_object_new_string(l->name));
+		json_object_object_add(md, "namespace", json_object_new_string(l->namespace));
+		json_object_object_add(body, "apiVersion",
+		    json_object_new_string("coordination.k8s.io/v1"));
+		json_object_object_add(body, "kind", json_object_new_string("Lease"));
+		json_object_object_add(body, "metadata", md);
+	} else {
+		body = json_object_get(l->obj);
+		if (!json_object_object_get_ex(body, "kind", NULL))
+			json_object_object_add(body, "kind", json_object_new_string("Lease"));
+		if (!json_object_object_get_ex(body, "apiVersion", NULL))
+			json_object_object_add(body, "apiVersion",
+			    json_object_new_string("coordination.k8s.io/v1"));
+	}
+	json_object_object_add(body, "spec", spec);
+	text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (text == NULL)
+		r = ERR_NOMEM;
+	else
+		r = lease_request(l, create ? "POST" : "PUT", create ? l->collection : l->path,
+		    text, deadline_ns, &answer, e);
+	json_object_put(body);
+	if (r < 0) {
+		/* l->obj now carries a spec that is not on the server; that is
+		 * harmless (the next PUT replaces the spec), but the next round
+		 * must re-read after a conflict, which lease_try does */
+		return r;
+	}
+	lease_adopt(l, answer);
+	return 0;
+}
+
+/* --- the elector ------------------------------------------------------------ */
+
+static int
+lease_stopping(struct lease *l)
+{
+	int s;
+
+	pthread_mutex_lock(&l->lock);
+	s = l->stop;
+	pthread_mutex_unlock(&l->lock);
+	return s;
+}
+
+/* lease_sleep_until waits until the elector clock reaches until_ns or a stop
+ * is requested. Returns 1 when stopping. */
+static int
+lease_sleep_until(struct lease *l, int64_t until_ns)
+{
+	int s;
+
+	pthread_mutex_lock(&l->lock);
+	while (!l->stop) {
+		int64_t left = until_ns - lease_now_ns();
+		struct timespec now, abs;
+		if (left <= 0)
+			break;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		int64_t t = (int64_t)now.tv_sec * NS_PER_S + now.tv_nsec + left;
+		abs.tv_sec = (time_t)(t / NS_PER_S);
+		abs.tv_nsec = (long)(t % NS_PER_S);
+		pthread_cond_timedwait(&l->cond, &l->lock, &abs);
+	}
+	s = l->stop;
+	pthread_mutex_unlock(&l->lock);
+	return s;
+}
+
+/* lease_log_failure logs a failure at error level once, and its repeats at
+ * -v=4, so a long RBAC denial or outage does not flood the log. */
+static void
+lease_log_failure(struct lease *l, const char *msg, const struct errbuf *e)
+{
+	if (strcmp(l->last_err, e->msg) != 0) {
+		snprintf(l->last_err, sizeof(l->last_err), "%s", e->msg);
+		log_error(msg, "lease", l->desc, "identity", l->identity, "err", e->msg, NULL);
+	} else {
+		log_info(4, msg, "lease", l->desc, "identity", l->identity, "err", e->msg, NULL);
+	}
+}
+
+/* lease_succeeded records a successful write of rec sent at sent_ns. The
+ * send time, not the answer's, starts the renew deadline: the server may have
+ * applied the write any time after it, so others may have seen it that
+ * early. */
+static void
+lease_succeeded(struct lease *l, const struct lease_record *rec, int64_t sent_ns)
+{
+	l->obs.rec = *rec;
+	l->obs.time_ns = sent_ns;
+	l->obs.have = 1;
+	l->last_err[0] = '\0';
+	pthread_mutex_lock(&l->lock);
+	l->renewed_ns = sent_ns;
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* lease_try is client-go's tryAcquireOrRenew: 1 when this replica holds the
+ * Lease afresh, 0 when not (held by another, or a request failed; failures
+ * are logged). A leader that finds another holder (or none) in the record
+ * has lost the Lease: 0, without taking it back, so it stops leading first.
+ * No request outlives deadline_ns. */
+static int
+lease_try(struct lease *l, int64_t deadline_ns, int leading)
+{
+	struct lease_record cur, rec;
+	struct errbuf e = { "" };
+	int64_t now = lease_now_ns(), unix_now = lease_unix_now_ns();
+	int r;
+
+	/* fast path: the holder updates the record it wrote last, optimistically */
+	if (l->obs.have && l->obj && strcmp(l->obs.rec.holder, l->identity) == 0 &&
+	    lease_valid(&l->obs, now)) {
+		rec = l->obs.rec;
+		rec.duration_s = l->duration_s;
+		rec.renew_ns = unix_now;
+		if ((r = lease_write(l, &rec, deadline_ns, &e)) == 0) {
+			lease_succeeded(l, &rec, now);
+			return 1;
+		}
+		log_info(4, "Failed to update lock optimistically, falling back to slow path",
+		    "lease", l->desc, "err", e.msg, NULL);
+		now = lease_now_ns();
+		unix_now = lease_unix_now_ns();
+	}
+
+	/* slow path: read, judge, write */
+	r = lease_get(l, deadline_ns, &cur, &e);
+	if (r == ERR_NOT_FOUND) {
+		lease_adopt(l, NULL);
+		memset(&rec, 0, sizeof(rec));
+		snprintf(rec.holder, sizeof(rec.holder), "%s", l->identity);
+		rec.duration_s = l->duration_s;
+		rec.acquire_ns = rec.renew_ns = unix_now;
+		now = lease_now_ns();
+		if ((r = lease_write(l, &rec, deadline_ns, &e)) < 0) {
+			lease_log_failure(l, "Error initially creating leader election record", &e);
+			return 0;
+		}
+		lease_succeeded(l, &rec, now);
+		return 1;
+	}
+	if (r < 0) {
+		lease_log_failure(l, "Error retrieving resource lock", &e);
+		return 0;
+	}
+	/* the record counts as seen when the answer arrived: for a contender
+	 * that is the later, safer choice */
+	now = lease_now_ns();
+	unix_now = lease_unix_now_ns();
+	lease_observe(&l->obs, &cur, now);
+	if (leading && strcmp(cur.holder, l->identity) != 0)
+		return 0;
+	switch (lease_decide(&l->obs, l->identity, l->duration_s, now, unix_now, &rec)) {
+	case LEASE_HELD:
+		log_info(4, "Lock is held by another and has not yet expired", "lease", l->desc,
+		    "holder", l->obs.rec.holder, NULL);
+		l->last_err[0] = '\0';
+		return 0;
+	case LEASE_RENEW:
+	case LEASE_ACQUIRE:
+		break;
+	}
+	if ((r = lease_write(l, &rec, deadline_ns, &e)) < 0) {
+		lease_log_failure(l, "Failed to update lock", &e);
+		return 0;
+	}
+	lease_succeeded(l, &rec, now);
+	return 1;
+}
+
+/* lease_poll_ns is how long a contender waits between tries: the retry
+ * period less up to LEASE_POLL_JITTER of it. client-go waits 1 to 2.2 retry
+ * periods; never waiting longer than one is what bounds the takeover after a
+ * leader dies to the lease duration + one retry period. */
+static int64_t
+lease_poll_ns(int64_t period_ns)
+{
+	uint32_t x = 0;
+
+	uuid_random(&x, sizeof(x));
+	return period_ns - (int64_t)((double)period_ns * LEASE_POLL_JITTER *
+	    ((double)x / 4294967296.0));
+}
+
+/* lease_acquire campaigns until the Lease is ours (1) or a stop (0). */
+static int
+lease_acquire(struct lease *l)
+{
+	log_info(0, "Attempting to acquire leader lease", "lease", l->desc,
+	    "identity", l->identity, NULL);
+	for (;;) {
+		int64_t start = lease_now_ns(), wake;
+		if (lease_stopping(l))
+			return 0;
+		if (lease_try(l, start + l->renew_deadline_ns, 0))
+			return 1;
+		log_info(4, "Failed to acquire lease", "lease", l->desc, NULL);
+		wake = lease_now_ns() + lease_poll_ns(l->retry_period_ns);
+		/* a held lease is tried again right as it expires, so a dead
+		 * holder is replaced within the lease duration + one request */
+		if (l->obs.have && l->obs.rec.holder[0] != '\0' &&
+		    strcmp(l->obs.rec.holder, l->identity) != 0) {
+			int64_t expiry = l->obs.time_ns + (int64_t)l->obs.rec.duration_s * NS_PER_S +
+			    LEASE_EXPIRY_SLACK_NS;
+			if (expiry > lease_now_ns() && expiry < wake)
+				wake = expiry;
+		}
+		if (lease_sleep_until(l, wake))
+			return 0;
+	}
+}
+
+static void
+lease_set_leading(struct lease *l, int leading)
+{
+	pthread_mutex_lock(&l->lock);
+	l->leading = leading;
+	if (leading)
+		l->acting = 1;
+	pthread_mutex_unlock(&l->lock);
+}
+
+/* lease_lead runs while this replica leads: renews every retry period and
+ * returns once it stopped leading (on_stopped_leading has returned). */
+static void
+lease_lead(struct lease *l)
+{
+	const char *why = "stopping";
+	int64_t renewed, deadline, next, t0, t1;
+
+	lease_set_leading(l, 1);
+	metric_set(lease_m_status, 1, l->name);
+	metric_add(lease_m_transitions, 1, l->name, "started_leading");
+	log_info(0, "Successfully acquired lease", "lease", l->desc, "identity", l->identity, NULL);
+	l->on_started_leading(l->arg);
+
+	next = lease_now_ns() + l->retry_period_ns;
+	for (;;) {
+		pthread_mutex_lock(&l->lock);
+		renewed = l->renewed_ns;
+		pthread_mutex_unlock(&l->lock);
+		deadline = renewed + l->renew_deadline_ns;
+		if (lease_sleep_until(l, next < deadline ? next : deadline))
+			break;
+		if (lease_now_ns() >= deadline) {
+			why = "renew deadline passed";
+			log_error("Failed to renew lease", "lease", l->desc, "identity", l->identity,
+			    "err", "the renew deadline passed", NULL);
+			break;
+		}
+		if (lease_try(l, deadline, 1)) {
+			log_info(5, "Successfully renewed lease", "lease", l->desc, NULL);
+			next = lease_now_ns() + l->retry_period_ns;
+			continue;
+		}
+		if (l->obs.have && strcmp(l->obs.rec.holder, l->identity) != 0) {
+			/* client-go would keep "leading" until the renew deadline;
+			 * someone else holds the Lease now, so stop at once */
+			why = "lease lost";
+			log_error("Failed to renew lease", "lease", l->desc, "identity", l->identity,
+			    "err", "the lease is no longer ours", "holder", l->obs.rec.holder, NULL);
+			break;
+		}
+		log_warn("Failed to renew lease", "lease", l->desc, "identity", l->identity,
+		    "err", l->last_err, NULL);
+		next = lease_now_ns() + l->retry_period_ns;
+	}
+
+	/* not the leader from here on, for every thread, before the callback */
+	lease_set_leading(l, 0);
+	metric_set(lease_m_status, 0, l->name);
+	metric_add(lease_m_transitions, 1, l->name, "stopped_leading");
+	log_info(0, "Stopped leading", "lease", l->desc, "identity", l->identity,
+	    "reason", why, NULL);
+	t0 = lease_now_ns();
+	l->on_stopped_leading(l->arg);
+	t1 = lease_now_ns();
+	pthread_mutex_lock(&l->lock);
+	l->acting = 0;
+	renewed = l->renewed_ns;
+	pthread_mutex_unlock(&l->lock);
+	if (t1 >= renewed + l->lease_duration_ns) {
+		char ms[32];
+		snprintf(ms, sizeof(ms), "%" PRId64, (int64_t)((t1 - t0) / NS_PER_MS));
+		log_error("Controllers stopped only after the lease could have expired: "
+		    "another replica may have acted at the same time", "lease", l->desc,
+		    "identity", l->identity, "stopMilliseconds", ms, NULL);
+	}
+}
+
+/* lease_release is client-go's ReleaseOnCancel: hand the Lease over at once. */
+static void
+lease_release(struct lease *l)
+{
+	struct lease_record rec;
+	struct errbuf e = { "" };
+	int64_t now = lease_now_ns(), unix_now = lease_unix_now_ns();
+
+	if (!l->obs.have || l->obj == NULL || strcmp(l->obs.rec.holder, l->identity) != 0)
+		return;
+	memset(&rec, 0, sizeof(rec));
+	rec.duration_s = 1;
+	rec.acquire_ns = rec.renew_ns = unix_now;
+	rec.transitions = l->obs.rec.transitions;
+	if (lease_write(l, &rec, now + l->renew_deadline_ns, &e) < 0) {
+		log_error("Failed to release lock", "lease", l->desc, "identity", l->identity,
+		    "err", e.msg, NULL);
+		return;
+	}
+	lease_observe(&l->obs, &rec, now);
+	log_info(0, "Released lease", "lease", l->desc, "identity", l->identity, NULL);
+}
+
+static void *
+lease_main(void *arg)
+{
+	struct lease *l = arg;
+
+	while (lease_acquire(l)) {
+		lease_lead(l);
+		if (lease_stopping(l))
+			break;
+	}
+	lease_release(l);
+	return NULL;
+}
+
+int
+lease_start(struct lease *l, struct errbuf *e)
+{
+	if (l->started)
+		return errbuf_set(e, ERR_INTERNAL, "leader election: already started");
+	if (pthread_create(&l->thread, NULL, lease_main, l) != 0)
+		return errbuf_set(e, ERR_INTERNAL, "leader election: cannot start a thread");
+	l->started = 1;
+	return 0;
+}
+
+int
+lease_is_leader(struct lease *l)
+{
+	int r;
+
+	if (l == NULL)
+		return 0;
+	pthread_mutex_lock(&l->lock);
+	r = l->leading && lease_now_ns() < l->renewed_ns + l->renew_deadline_ns;
+	pthread_mutex_unlock(&l->lock);
+	return r;
+}
+
+int
+lease_healthz(struct lease *l, struct errbuf *e)
+{
+	int ok;
+
+	pthread_mutex_lock(&l->lock);
+	ok = lease_health(l->acting, l->renewed_ns, l->lease_duration_ns, lease_now_ns());
+	pthread_mutex_unlock(&l->lock);
+	if (!ok)
+		return errbuf_set(e, ERR_TIMEOUT, "failed election to renew leadership on lease %s",
+		    l->desc);
+	return 0;
+}
+
+void
+lease_stop(struct lease *l)
+{
+	if (l == NULL || !l->started)
+		return;
+	pthread_mutex_lock(&l->lock);
+	l->stop = 1;
+	pthread_cond_broadcast(&l->cond);
+	pthread_mutex_unlock(&l->lock);
+	pthread_join(l->thread, NULL);
+	l->started = 0;
+}
+
+void
+lease_free(struct lease *l)
+{
+	if (l == NULL)
+		return;
+	lease_stop(l);
+	json_object_put(l->obj);
+	kube_client_cleanup(&l->client);
+	pthread_cond_destroy(&l->cond);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
