@@ -1,0 +1,995 @@
+/* events.c - the Event recorder: a bounded queue, one sending thread, and
+ * client-go's correlation (aggregation, counting, spam filter). */
+#include "kube/events.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "flags.h"
+#include "kube/client.h"
+#include "log.h"
+#include "metrics.h"
+#include "uuid.h"
+
+#define EVENTS_PATH_MAX 512          /* bytes: an API path for an Event */
+#define EVENTS_KEY_MAX 4096          /* bytes: a correlation key before hashing */
+#define EVENTS_COMBINED_PREFIX "(combined from similar events): "
+
+/* --- correlation caches --------------------------------------------------------
+ * Keys are SipHash-2-4 values of the client-go key strings under a random
+ * key: 8 bytes an entry instead of the strings (a message may be 1 KiB), and
+ * nobody who cannot read the process's memory can make two keys collide. */
+
+enum events_cache_kind { EVENTS_CACHE_AGG, EVENTS_CACHE_LOG, EVENTS_CACHE_SPAM };
+
+struct events_entry {
+	uint64_t key;
+	struct events_entry *hnext;           /* bucket chain */
+	struct events_entry *prev, *next;     /* LRU list, most recent first */
+	int64_t last_ns;                      /* last occurrence seen */
+	union {
+		struct {
+			uint64_t msgs[EVENTS_SIMILAR_MAX]; /* distinct message hashes */
+			int n;
+		} agg;
+		struct {
+			int count;
+			int64_t first_s;
+			char *name;
+			char *rv;
+		} log;
+		struct {
+			double tokens;
+		} spam;
+	} u;
+};
+
+struct events_cache {
+	enum events_cache_kind kind;
+	struct events_entry *buckets[EVENTS_CACHE_MAX];
+	struct events_entry lru;              /* sentinel */
+	size_t n;
+};
+
+struct events_correlator {
+	char component[EVENTS_HOST_MAX + 1];
+	char host[EVENTS_HOST_MAX + 1];
+	uint64_t k0, k1;                      /* SipHash key */
+	struct events_cache agg, log, spam;
+};
+
+/* --- the recorder -------------------------------------------------------------- */
+
+struct events {
+	struct events_correlator *corr;       /* events thread only */
+	struct kube_client client;            /* events thread only */
+	size_t queue_max;
+	int64_t retry_interval_ns;
+	int max_tries;
+	int failing;                          /* events thread: last write failed */
+
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;                  /* CLOCK_MONOTONIC waits */
+	/* guarded by lock */
+	struct events_event *head, **tail;
+	size_t len;
+	int stop;
+	int64_t flush_deadline_ns;            /* monotonic, once stopping */
+	int overflowing;                      /* dropping for a full queue */
+};
+
+static struct metric *events_m_sent, *events_m_aggregated, *events_m_dropped, *events_m_queue;
+static pthread_once_t events_metrics_once = PTHREAD_ONCE_INIT;
+
+static void
+events_metrics_init(void)
+{
+	events_m_sent = metrics_counter("bootccm_events_sent_total",
+	    "Events written to the API server (created or, when aggregated, patched).", NULL);
+	events_m_aggregated = metrics_counter("bootccm_events_aggregated_total",
+	    "Events written as a count increment of an existing Event.", NULL);
+	events_m_dropped = metrics_counter("bootccm_events_dropped_total",
+	    "Events not written, by reason: queue_full, spam, rejected, retries, "
+	    "shutdown, invalid.", "reason");
+	events_m_queue = metrics_gauge("bootccm_events_queue_length",
+	    "Events waiting to be sent.", NULL);
+}
+
+/* --- SipHash-2-4 (Aumasson and Bernstein) ---------------------------------------- */
+
+#define EVENTS_ROTL(x, b) (uint64_t)(((x) << (b)) | ((x) >> (64 - (b))))
+#define EVENTS_SIPROUND do { \
+	v0 += v1; v1 = EVENTS_ROTL(v1, 13); v1 ^= v0; v0 = EVENTS_ROTL(v0, 32); \
+	v2 += v3; v3 = EVENTS_ROTL(v3, 16); v3 ^= v2; \
+	v0 += v3; v3 = EVENTS_ROTL(v3, 21); v3 ^= v0; \
+	v2 += v1; v1 = EVENTS_ROTL(v1, 17); v1 ^= v2; v2 = EVENTS_ROTL(v2, 32); \
+} while (0)
+
+static uint64_t
+events_siphash(uint64_t k0, uint64_t k1, const unsigned char *in, size_t len)
+{
+	uint64_t v0 = 0x736f6d6570736575ULL ^ k0, v1 = 0x646f72616e646f6dULL ^ k1;
+	uint64_t v2 = 0x6c7967656e657261ULL ^ k0, v3 = 0x7465646279746573ULL ^ k1;
+	uint64_t b = (uint64_t)len << 56, m;
+	size_t i, left = len & 7;
+	const unsigned char *end = in + len - left;
+
+	for (; in != end; in += 8) {
+		m = 0;
+		for (i = 0; i < 8; i++)
+			m |= (uint64_t)in[i] << (8 * i);
+		v3 ^= m;
+		EVENTS_SIPROUND;
+		EVENTS_SIPROUND;
+		v0 ^= m;
+	}
+	for (i = 0; i < left; i++)
+		b |= (uint64_t)in[i] << (8 * i);
+	v3 ^= b;
+	EVENTS_SIPROUND;
+	EVENTS_SIPROUND;
+	v0 ^= b;
+	v2 ^= 0xff;
+	EVENTS_SIPROUND;
+	EVENTS_SIPROUND;
+	EVENTS_SIPROUND;
+	EVENTS_SIPROUND;
+	return v0 ^ v1 ^ v2 ^ v3;
+}
+
+/* events_key hashes the given strings joined with NULs (client-go joins them
+ * with nothing, which lets "ab"+"c" equal "a"+"bc"; the separator cannot). */
+static uint64_t
+events_key(const struct events_correlator *c, const char *const *parts, size_t n)
+{
+	unsigned char buf[EVENTS_KEY_MAX];
+	size_t off = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(parts[i]);
+		if (off + l + 1 > sizeof(buf))
+			l = sizeof(buf) - off - 1; /* unreachable with the field caps */
+		memcpy(buf + off, parts[i], l);
+		off += l;
+		buf[off++] = '\0';
+	}
+	return events_siphash(c->k0, c->k1, buf, off);
+}
+
+/* --- LRU caches -------------------------------------------------------------------- */
+
+static void
+events_cache_init(struct events_cache *c, enum events_cache_kind kind)
+{
+	memset(c->buckets, 0, sizeof(c->buckets));
+	c->kind = kind;
+	c->lru.next = c->lru.prev = &c->lru;
+	c->n = 0;
+}
+
+static void
+events_entry_free(struct events_cache *c, struct events_entry *en)
+{
+	if (c->kind == EVENTS_CACHE_LOG) {
+		free(en->u.log.name);
+		free(en->u.log.rv);
+	}
+	free(en);
+}
+
+static void
+events_lru_unlink(struct events_entry *en)
+{
+	en->prev->next = en->next;
+	en->next->prev = en->prev;
+}
+
+static void
+events_lru_push(struct events_cache *c, struct events_entry *en)
+{
+	en->next = c->lru.next;
+	en->prev = &c->lru;
+	c->lru.next->prev = en;
+	c->lru.next = en;
+}
+
+/* events_cache_get finds key and makes it the most recent entry. */
+static struct events_entry *
+events_cache_get(struct events_cache *c, uint64_t key)
+{
+	struct events_entry *en;
+
+	for (en = c->buckets[key % EVENTS_CACHE_MAX]; en; en = en->hnext)
+		if (en->key == key) {
+			events_lru_unlink(en);
+			events_lru_push(c, en);
+			return en;
+		}
+	return NULL;
+}
+
+static void
+events_cache_remove(struct events_cache *c, struct events_entry *en)
+{
+	struct events_entry **pp = &c->buckets[en->key % EVENTS_CACHE_MAX];
+
+	while (*pp != en)
+		pp = &(*pp)->hnext;
+	*pp = en->hnext;
+	events_lru_unlink(en);
+	c->n--;
+	events_entry_free(c, en);
+}
+
+/* events_cache_add inserts a zeroed entry for key (absent), evicting the
+ * least recently used one when full. NULL when out of memory. */
+static struct events_entry *
+events_cache_add(struct events_cache *c, uint64_t key)
+{
+	struct events_entry *en;
+
+	if (c->n >= EVENTS_CACHE_MAX)
+		events_cache_remove(c, c->lru.prev);
+	if ((en = calloc(1, sizeof(*en))) == NULL)
+		return NULL;
+	en->key = key;
+	en->hnext = c->buckets[key % EVENTS_CACHE_MAX];
+	c->buckets[key % EVENTS_CACHE_MAX] = en;
+	events_lru_push(c, en);
+	c->n++;
+	return en;
+}
+
+static void
+events_cache_clear(struct events_cache *c)
+{
+	while (c->lru.next != &c->lru)
+		events_cache_remove(c, c->lru.next);
+}
+
+/* --- the correlator ------------------------------------------------------------------ */
+
+struct events_correlator *
+events_correlator_new(const char *component, const char *host)
+{
+	struct events_correlator *c;
+	uint64_t k[2] = { 0, 0 };
+
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return NULL;
+	snprintf(c->component, sizeof(c->component), "%s", component ? component : EVENTS_COMPONENT);
+	snprintf(c->host, sizeof(c->host), "%s", host ? host : "");
+	/* without randomness the keys are still unique, only predictable */
+	uuid_random(k, sizeof(k));
+	c->k0 = k[0];
+	c->k1 = k[1];
+	events_cache_init(&c->agg, EVENTS_CACHE_AGG);
+	events_cache_init(&c->log, EVENTS_CACHE_LOG);
+	events_cache_init(&c->spam, EVENTS_CACHE_SPAM);
+	return c;
+}
+
+void
+events_correlator_free(struct events_correlator *c)
+{
+	if (c == NULL)
+		return;
+	events_cache_clear(&c->agg);
+	events_cache_clear(&c->log);
+	events_cache_clear(&c->spam);
+	free(c);
+}
+
+/* events_copy copies s into a field of cap bytes (with the NUL); a string
+ * that does not fit is an error. */
+static int
+events_copy(char *dst, size_t cap, const char *s)
+{
+	size_t l = s ? strlen(s) : 0;
+
+	if (l >= cap)
+		return ERR_INVALID;
+	if (l)
+		memcpy(dst, s, l);
+	dst[l] = '\0';
+	return 0;
+}
+
+/* events_cut copies s, cut to at most max bytes at a UTF-8 character
+ * boundary (never inside a multi-byte sequence). */
+static void
+events_cut(char *dst, size_t max, const char *s)
+{
+	size_t l = s ? strlen(s) : 0;
+
+	if (l > max) {
+		l = max;
+		while (l > 0 && ((unsigned char)s[l] & 0xc0) == 0x80)
+			l--;
+	}
+	if (l)
+		memcpy(dst, s, l);
+	dst[l] = '\0';
+}
+
+/* events_segment_ok tells whether s can go into a URL path segment as is:
+ * object names and namespaces never need escaping. */
+static int
+events_segment_ok(const char *s)
+{
+	if (*s == '\0' || strcmp(s, ".") == 0 || strcmp(s, "..") == 0)
+		return 0;
+	for (; *s; s++)
+		if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+		    (*s >= '0' && *s <= '9') || *s == '-' || *s == '.' || *s == '_' || *s == ':'))
+			return 0;
+	return 1;
+}
+
+int
+events_fill(struct events_event *ev, const struct events_ref *ref, const char *type,
+    const char *reason, const char *message, int64_t time_ns)
+{
+	memset(ev, 0, sizeof(*ev));
+	if (ref == NULL || ref->kind == NULL || *ref->kind == '\0' || ref->name == NULL ||
+	    !events_segment_ok(ref->name))
+		return ERR_INVALID;
+	if (type == NULL || (strcmp(type, EVENTS_NORMAL) != 0 && strcmp(type, EVENTS_WARNING) != 0))
+		return ERR_INVALID;
+	if (ref->namespace && *ref->namespace && !events_segment_ok(ref->namespace))
+		return ERR_INVALID;
+	if (events_copy(ev->kind, sizeof(ev->kind), ref->kind) < 0 ||
+	    events_copy(ev->obj_namespace, sizeof(ev->obj_namespace), ref->namespace) < 0 ||
+	    events_copy(ev->obj_name, sizeof(ev->obj_name), ref->name) < 0 ||
+	    events_copy(ev->uid, sizeof(ev->uid), ref->uid) < 0 ||
+	    events_copy(ev->api_version, sizeof(ev->api_version), ref->api_version) < 0 ||
+	    events_copy(ev->resource_version, sizeof(ev->resource_version),
+	    ref->resource_version) < 0 ||
+	    events_copy(ev->field_path, sizeof(ev->field_path), ref->field_path) < 0)
+		return ERR_INVALID;
+	snprintf(ev->type, sizeof(ev->type), "%s", type);
+	events_cut(ev->reason, EVENTS_REASON_MAX, reason);
+	events_cut(ev->message, EVENTS_MESSAGE_MAX, message);
+	ev->time_ns = time_ns;
+	/* cluster-scoped objects' events live in "default", like client-go's */
+	snprintf(ev->namespace, sizeof(ev->namespace), "%s",
+	    ev->obj_namespace[0] ? ev->obj_namespace : "default");
+	return 0;
+}
+
+/* events_name_at sets ev's Event name like client-go: "<object>.<Unix ns in
+ * hex>", the object part cut so the whole stays a valid name. */
+static void
+events_name_at(struct events_event *ev, int64_t time_ns)
+{
+	char hex[24];
+	size_t hl, ol = strlen(ev->obj_name);
+
+	hl = (size_t)snprintf(hex, sizeof(hex), ".%" PRIx64, (uint64_t)time_ns);
+	if (ol + hl > EVENTS_EVENT_NAME_MAX) {
+		ol = EVENTS_EVENT_NAME_MAX - hl;
+		while (ol > 0 && (ev->obj_name[ol - 1] == '.' || ev->obj_name[ol - 1] == '-'))
+			ol--;
+	}
+	memcpy(ev->name, ev->obj_name, ol);
+	memcpy(ev->name + ol, hex, hl + 1);
+}
+
+static int64_t
+events_floor_s(int64_t ns)
+{
+	return ns >= 0 ? ns / NS_PER_S : -((-ns + NS_PER_S - 1) / NS_PER_S);
+}
+
+/* events_aggregate is client-go's EventAggregator (by reason): returns the
+ * key to count ev under, after turning ev into the "combined" event once a
+ * tenth distinct message for the same object and reason arrived within the
+ * window. */
+static uint64_t
+events_aggregate(struct events_correlator *c, struct events_event *ev)
+{
+	const char *akey[] = { c->component, c->host, ev->kind, ev->obj_namespace,
+	    ev->obj_name, ev->uid, ev->api_version, ev->type, ev->reason,
+	    c->component, c->host };
+	const char *ekey[] = { c->component, c->host, ev->kind, ev->obj_namespace,
+	    ev->obj_name, ev->field_path, ev->uid, ev->api_version, ev->type,
+	    ev->reason, ev->message };
+	uint64_t ak = events_key(c, akey, sizeof(akey) / sizeof(akey[0]));
+	uint64_t ek = events_key(c, ekey, sizeof(ekey) / sizeof(ekey[0]));
+	uint64_t mk = events_siphash(c->k0, c->k1, (const unsigned char *)ev->message,
+	    strlen(ev->message));
+	struct events_entry *en = events_cache_get(&c->agg, ak);
+	int i, known = 0;
+
+	if (en == NULL && (en = events_cache_add(&c->agg, ak)) == NULL)
+		return ek;
+	if (en->u.agg.n > 0 && ev->time_ns - en->last_ns > (int64_t)EVENTS_WINDOW_S * NS_PER_S)
+		en->u.agg.n = 0;
+	en->last_ns = ev->time_ns;
+	for (i = 0; i < en->u.agg.n; i++)
+		if (en->u.agg.msgs[i] == mk)
+			known = 1;
+	if (!known && en->u.agg.n < EVENTS_SIMILAR_MAX)
+		en->u.agg.msgs[en->u.agg.n++] = mk;
+	if (en->u.agg.n < EVENTS_SIMILAR_MAX)
+		return ek;
+	/* keep the set from growing past the limit (client-go pops any one) */
+	en->u.agg.n--;
+	char msg[sizeof(ev->message)];
+	snprintf(msg, sizeof(msg), "%s%s", EVENTS_COMBINED_PREFIX, ev->message);
+	memcpy(ev->message, msg, sizeof(msg));
+	return ak;
+}
+
+enum events_verdict
+events_correlate(struct events_correlator *c, struct events_event *ev)
+{
+	const char *skey[] = { c->component, c->host, ev->kind, ev->obj_namespace,
+	    ev->obj_name, ev->uid, ev->api_version };
+	enum events_verdict v = EVENTS_CREATE;
+	struct events_entry *en;
+	uint64_t key = events_aggregate(c, ev);
+	int64_t now = ev->time_ns;
+
+	/* the logger: a repeat within the window counts into the same Event */
+	ev->key = key;
+	ev->rv[0] = '\0';
+	en = events_cache_get(&c->log, key);
+	if (en && en->u.log.count > 0 && en->u.log.name &&
+	    now - en->last_ns <= (int64_t)EVENTS_WINDOW_S * NS_PER_S) {
+		snprintf(ev->name, sizeof(ev->name), "%s", en->u.log.name);
+		snprintf(ev->rv, sizeof(ev->rv), "%s", en->u.log.rv ? en->u.log.rv : "");
+		ev->first_s = en->u.log.first_s;
+		ev->count = en->u.log.count + 1;
+		v = EVENTS_PATCH;
+	} else {
+		events_name_at(ev, now);
+		ev->first_s = events_floor_s(now);
+		ev->count = 1;
+	}
+	events_correlator_update(c, ev, ev->name, ev->rv, ev->count, ev->first_s);
+
+	/* the spam filter, after counting like client-go's: a dropped repeat
+	 * still raises the count the next written one carries */
+	uint64_t sk = events_key(c, skey, sizeof(skey) / sizeof(skey[0]));
+	if ((en = events_cache_get(&c->spam, sk)) == NULL) {
+		if ((en = events_cache_add(&c->spam, sk)) == NULL)
+			return v;
+		en->u.spam.tokens = EVENTS_SPAM_BURST;
+		en->last_ns = now;
+	}
+	if (now > en->last_ns) {
+		en->u.spam.tokens += (double)(now - en->last_ns) / 1e9 / EVENTS_SPAM_REFILL_S;
+		if (en->u.spam.tokens > EVENTS_SPAM_BURST)
+			en->u.spam.tokens = EVENTS_SPAM_BURST;
+		en->last_ns = now;
+	}
+	if (en->u.spam.tokens < 1)
+		return EVENTS_SKIP;
+	en->u.spam.tokens -= 1;
+	return v;
+}
+
+void
+events_correlator_update(struct events_correlator *c, const struct events_event *ev,
+    const char *name, const char *rv, int count, int64_t first_s)
+{
+	struct events_entry *en = events_cache_get(&c->log, ev->key);
+	char *n, *r;
+
+	if (en == NULL && (en = events_cache_add(&c->log, ev->key)) == NULL)
+		return;
+	n = strdup(name ? name : "");
+	r = strdup(rv ? rv : "");
+	if (n == NULL || r == NULL) {
+		free(n);
+		free(r);
+		events_cache_remove(&c->log, en);
+		return;
+	}
+	free(en->u.log.name);
+	free(en->u.log.rv);
+	en->u.log.name = n;
+	en->u.log.rv = r;
+	en->u.log.count = count;
+	en->u.log.first_s = first_s;
+	en->last_ns = ev->time_ns;
+}
+
+/* events_time formats Unix seconds as a metav1.Time (RFC 3339, UTC, seconds). */
+static void
+events_time(int64_t s, char *buf, size_t len)
+{
+	struct tm tm;
+	time_t t = (time_t)s;
+
+	if (gmtime_r(&t, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+		snprintf(buf, len, "1970-01-01T00:00:00Z");
+}
+
+static void
+events_add_str(json_object *o, const char *key, const char *v, int omitempty)
+{
+	if (omitempty && (v == NULL || *v == '\0'))
+		return;
+	json_object_object_add(o, key, json_object_new_string(v ? v : ""));
+}
+
+char *
+events_body(const struct events_correlator *c, const struct events_event *ev,
+    enum events_verdict v)
+{
+	json_object *o = json_object_new_object(), *md, *io, *src;
+	char last[32], first[32];
+	const char *s;
+	char *out = NULL;
+
+	if (o == NULL)
+		return NULL;
+	events_time(events_floor_s(ev->time_ns), last, sizeof(last));
+	if (v == EVENTS_PATCH) {
+		/* what client-go's two-way merge patch holds for a repeat */
+		json_object_object_add(o, "count", json_object_new_int(ev->count));
+		json_object_object_add(o, "lastTimestamp", json_object_new_string(last));
+		json_object_object_add(o, "message", json_object_new_string(ev->message));
+	} else {
+		events_time(ev->first_s, first, sizeof(first));
+		md = json_object_new_object();
+		io = json_object_new_object();
+		src = json_object_new_object();
+		if (md == NULL || io == NULL || src == NULL) {
+			json_object_put(md);
+			json_object_put(io);
+			json_object_put(src);
+			json_object_put(o);
+			return NULL;
+		}
+		events_add_str(o, "apiVersion", "v1", 0);
+		events_add_str(o, "kind", "Event", 0);
+		events_add_str(md, "name", ev->name, 0);
+		events_add_str(md, "namespace", ev->namespace, 0);
+		json_object_object_add(o, "metadata", md);
+		/* ObjectReference: every field omitempty */
+		events_add_str(io, "kind", ev->kind, 1);
+		events_add_str(io, "namespace", ev->obj_namespace, 1);
+		events_add_str(io, "name", ev->obj_name, 1);
+		events_add_str(io, "uid", ev->uid, 1);
+		events_add_str(io, "apiVersion", ev->api_version, 1);
+		events_add_str(io, "resourceVersion", ev->resource_version, 1);
+		events_add_str(io, "fieldPath", ev->field_path, 1);
+		json_object_object_add(o, "involvedObject", io);
+		events_add_str(o, "reason", ev->reason, 1);
+		events_add_str(o, "message", ev->message, 1);
+		events_add_str(src, "component", c->component, 1);
+		events_add_str(src, "host", c->host, 1);
+		json_object_object_add(o, "source", src);
+		events_add_str(o, "firstTimestamp", first, 0);
+		events_add_str(o, "lastTimestamp", last, 0);
+		json_object_object_add(o, "count", json_object_new_int(ev->count));
+		events_add_str(o, "type", ev->type, 1);
+		/* set by client-go's recorder from the source; no eventTime, so
+		 * the server validates this as an old-style event */
+		events_add_str(o, "reportingComponent", c->component, 0);
+		events_add_str(o, "reportingInstance", c->host, 0);
+	}
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE);
+	if (s)
+		out = strdup(s);
+	json_object_put(o);
+	return out;
+}
+
+/* --- recorder ------------------------------------------------------------------------ */
+
+static int64_t
+events_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+static int64_t
+events_unix_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+int
+events_new(struct kubeconfig *kc, const struct events_config *cfg, struct events **ret,
+    struct errbuf *e)
+{
+	struct events *ev;
+	pthread_condattr_t ca;
+	const char *component = cfg && cfg->component ? cfg->component : EVENTS_COMPONENT;
+	const char *host = cfg && cfg->host ? cfg->host : "";
+	int r;
+
+	if (strlen(component) > EVENTS_HOST_MAX || *component == '\0')
+		return errbuf_set(e, ERR_INVALID, "events: bad source component \"%.64s\"",
+		    component);
+	if (strlen(host) > EVENTS_HOST_MAX)
+		return errbuf_set(e, ERR_INVALID, "events: source host longer than %d bytes",
+		    EVENTS_HOST_MAX);
+	if ((ev = calloc(1, sizeof(*ev))) == NULL)
+		return ERR_NOMEM;
+	if ((ev->corr = events_correlator_new(component, host)) == NULL) {
+		free(ev);
+		return ERR_NOMEM;
+	}
+	if ((r = kube_client_init(&ev->client, kc, "bootccm/events")) < 0) {
+		events_correlator_free(ev->corr);
+		free(ev);
+		return r;
+	}
+	ev->queue_max = cfg && cfg->queue_max ? cfg->queue_max : EVENTS_QUEUE_MAX;
+	ev->retry_interval_ns = cfg && cfg->retry_interval_ns > 0 ? cfg->retry_interval_ns :
+	    EVENTS_RETRY_INTERVAL_NS;
+	ev->max_tries = cfg && cfg->max_tries > 0 ? cfg->max_tries : EVENTS_MAX_TRIES;
+	ev->tail = &ev->head;
+	pthread_mutex_init(&ev->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&ev->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_once(&events_metrics_once, events_metrics_init);
+	*ret = ev;
+	return 0;
+}
+
+void
+events_record(struct events *ev, const struct events_ref *ref, const char *type,
+    const char *reason, const char *message)
+{
+	struct events_event *item;
+	const char *drop = NULL;
+	int first_overflow = 0;
+	size_t len = 0;
+
+	if (ev == NULL)
+		return;
+	if ((item = malloc(sizeof(*item))) == NULL) {
+		metric_add(events_m_dropped, 1, "queue_full");
+		return;
+	}
+	if (events_fill(item, ref, type, reason, message, events_unix_ns()) < 0) {
+		free(item);
+		metric_add(events_m_dropped, 1, "invalid");
+		log_error("Dropped an event that cannot be written", "kind",
+		    ref && ref->kind ? ref->kind : "", "name", ref && ref->name ? ref->name : "",
+		    "type", type ? type : "", "reason", reason ? reason : "", NULL);
+		return;
+	}
+	item->next = NULL;
+	pthread_mutex_lock(&ev->lock);
+	if (ev->stop) {
+		drop = "shutdown";
+	} else if (ev->len >= ev->queue_max) {
+		drop = "queue_full";
+		first_overflow = !ev->overflowing;
+		ev->overflowing = 1;
+	} else {
+		*ev->tail = item;
+		ev->tail = &item->next;
+		len = ++ev->len;
+		pthread_cond_signal(&ev->cond);
+	}
+	pthread_mutex_unlock(&ev->lock);
+	if (drop) {
+		free(item);
+		metric_add(events_m_dropped, 1, drop);
+		if (first_overflow)
+			log_warn("Unable to record event: too many queued events, dropping events",
+			    "queued", "full", NULL);
+		return;
+	}
+	metric_set(events_m_queue, (double)len);
+}
+
+void
+events_recordf(struct events *ev, const struct events_ref *ref, const char *type,
+    const char *reason, const char *fmt, ...)
+{
+	char msg[EVENTS_MESSAGE_MAX + 1];
+	va_list ap;
+
+	if (ev == NULL)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	events_record(ev, ref, type, reason, msg);
+}
+
+size_t
+events_queue_length(struct events *ev)
+{
+	size_t n;
+
+	pthread_mutex_lock(&ev->lock);
+	n = ev->len;
+	pthread_mutex_unlock(&ev->lock);
+	return n;
+}
+
+/* events_answer reads what the server stored (name, resourceVersion, count,
+ * firstTimestamp) into the correlator, so the next repeat patches it. */
+static void
+events_answer(struct events *ev, struct events_event *item, json_object *o)
+{
+	json_object *md, *v;
+	const char *name = item->name, *rv = "";
+	int count = item->count;
+
+	if (json_object_object_get_ex(o, "metadata", &md)) {
+		if (json_object_object_get_ex(md, "name", &v) && json_object_is_type(v, json_type_string) &&
+		    json_object_get_string_len(v) <= EVENTS_EVENT_NAME_MAX)
+			name = json_object_get_string(v);
+		if (json_object_object_get_ex(md, "resourceVersion", &v) &&
+		    json_object_is_type(v, json_type_string) &&
+		    json_object_get_string_len(v) <= EVENTS_RV_MAX)
+			rv = json_object_get_string(v);
+	}
+	if (json_object_object_get_ex(o, "count", &v) && json_object_is_type(v, json_type_int)) {
+		int64_t c = json_object_get_int64(v);
+		if (c >= 1 && c <= INT32_MAX)
+			count = (int)c;
+	}
+	/* firstTimestamp stays ours: a patch never changes it */
+	events_correlator_update(ev->corr, item, name, rv, count, item->first_s);
+}
+
+/* events_write sends one correlated event once. Returns 0 when done (written,
+ * or refused for good: *ret_drop set), or a negative code worth retrying. */
+static int
+events_write(struct events *ev, struct events_event *item, enum events_verdict v,
+    const char **ret_drop, struct errbuf *e)
+{
+	char path[EVENTS_PATH_MAX], *body = NULL;
+	json_object *answer = NULL;
+	long status = 0;
+	int r, patched = 0;
+
+	*ret_drop = NULL;
+	if (v == EVENTS_PATCH) {
+		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events/%s", item->namespace,
+		    item->name);
+		if ((body = events_body(ev->corr, item, EVENTS_PATCH)) == NULL)
+			return ERR_NOMEM;
+		r = kube_request(&ev->client, "PATCH", path,
+		    "application/strategic-merge-patch+json", body, &answer, &status, e);
+		free(body);
+		body = NULL;
+		if (r == 0)
+			patched = 1;
+		else if (r != ERR_NOT_FOUND)
+			goto out;
+		/* the Event was garbage-collected: create it again, same name
+		 * and count, without a resourceVersion */
+	}
+	if (!patched) {
+		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", item->namespace);
+		item->rv[0] = '\0';
+		if ((body = events_body(ev->corr, item, EVENTS_CREATE)) == NULL)
+			return ERR_NOMEM;
+		r = kube_request(&ev->client, "POST", path, "application/json", body, &answer,
+		    &status, e);
+		free(body);
+	}
+out:
+	if (r == 0) {
+		events_answer(ev, item, answer);
+		json_object_put(answer);
+		metric_add(events_m_sent, 1);
+		if (patched)
+			metric_add(events_m_aggregated, 1);
+		return 0;
+	}
+	json_object_put(answer);
+	/* like client-go: no answer (connection, TLS, timeout) is worth
+	 * retrying; so are the answers that say "later" (429, 5xx); any other
+	 * answer refuses this event for good */
+	if (status == 0 || r == ERR_TRANSIENT || r == ERR_TIMEOUT || r == ERR_TOO_MANY_REQUESTS)
+		return r;
+	*ret_drop = r == ERR_EXISTS ? "" : "rejected";
+	return 0;
+}
+
+/* events_wait sleeps delay_ns unless stopping past the flush deadline.
+ * Returns 1 when the event in hand must be given up. */
+static int
+events_wait(struct events *ev, int64_t delay_ns)
+{
+	int64_t until = events_mono_ns() + delay_ns;
+	int give_up = 0;
+
+	pthread_mutex_lock(&ev->lock);
+	for (;;) {
+		int64_t now = events_mono_ns(), t = until;
+		if (ev->stop) {
+			if (now >= ev->flush_deadline_ns) {
+				give_up = 1;
+				break;
+			}
+			if (ev->flush_deadline_ns < t)
+				t = ev->flush_deadline_ns;
+		}
+		if (now >= until)
+			break;
+		struct timespec abs = { (time_t)(t / NS_PER_S), (long)(t % NS_PER_S) };
+		pthread_cond_timedwait(&ev->cond, &ev->lock, &abs);
+	}
+	pthread_mutex_unlock(&ev->lock);
+	return give_up;
+}
+
+/* events_send correlates one event and writes it, retrying as client-go's
+ * recordToSink does. */
+static void
+events_send(struct events *ev, struct events_event *item)
+{
+	enum events_verdict v = events_correlate(ev->corr, item);
+	struct errbuf e = { "" };
+	const char *drop = NULL;
+	char count[16];
+	int tries = 0;
+
+	if (v == EVENTS_SKIP) {
+		metric_add(events_m_dropped, 1, "spam");
+		log_info(4, "Event over the per-object rate limit, dropped", "kind", item->kind,
+		    "namespace", item->obj_namespace, "name", item->obj_name, "reason", item->reason,
+		    NULL);
+		return;
+	}
+	snprintf(count, sizeof(count), "%d", item->count);
+	log_info(4, "Event occurred", "object", item->obj_name, "kind", item->kind,
+	    "type", item->type, "reason", item->reason, "message", item->message,
+	    "count", count, NULL);
+	for (;;) {
+		int r = events_write(ev, item, v, &drop, &e);
+		if (r == 0) {
+			if (drop && *drop) {
+				metric_add(events_m_dropped, 1, drop);
+				log_warn("Server rejected event (will not retry!)", "event", item->name,
+				    "namespace", item->namespace, "reason", item->reason, "err", e.msg, NULL);
+			}
+			ev->failing = 0;
+			return;
+		}
+		if (!ev->failing)
+			log_error("Unable to write event (may retry after sleeping)", "event",
+			    item->name, "namespace", item->namespace, "err", e.msg, NULL);
+		else
+			log_info(4, "Unable to write event (may retry after sleeping)", "event",
+			    item->name, "err", e.msg, NULL);
+		ev->failing = 1;
+		if (++tries >= ev->max_tries) {
+			metric_add(events_m_dropped, 1, "retries");
+			log_warn("Unable to write event (retry limit exceeded!)", "event", item->name,
+			    "namespace", item->namespace, "reason", item->reason, NULL);
+			return;
+		}
+		/* the first wait is random, so replicas do not retry in step
+		 * after an API server restart */
+		int64_t delay = ev->retry_interval_ns;
+		if (tries == 1) {
+			uint32_t x = 0;
+			uuid_random(&x, sizeof(x));
+			delay = (int64_t)((double)delay * ((double)x / 4294967296.0));
+		}
+		if (events_wait(ev, delay)) {
+			metric_add(events_m_dropped, 1, "shutdown");
+			return;
+		}
+	}
+}
+
+static void *
+events_main(void *arg)
+{
+	struct events *ev = arg;
+	struct events_event *item;
+	size_t len;
+
+	for (;;) {
+		pthread_mutex_lock(&ev->lock);
+		while (ev->head == NULL && !ev->stop)
+			pthread_cond_wait(&ev->cond, &ev->lock);
+		if (ev->head == NULL || (ev->stop && events_mono_ns() >= ev->flush_deadline_ns)) {
+			pthread_mutex_unlock(&ev->lock);
+			break;
+		}
+		item = ev->head;
+		ev->head = item->next;
+		if (ev->head == NULL)
+			ev->tail = &ev->head;
+		len = --ev->len;
+		if (len <= ev->queue_max / 2)
+			ev->overflowing = 0;
+		pthread_mutex_unlock(&ev->lock);
+		metric_set(events_m_queue, (double)len);
+		events_send(ev, item);
+		free(item);
+	}
+	return NULL;
+}
+
+int
+events_start(struct events *ev, struct errbuf *e)
+{
+	if (ev->started)
+		return errbuf_set(e, ERR_INTERNAL, "events: already started");
+	if (pthread_create(&ev->thread, NULL, events_main, ev) != 0)
+		return errbuf_set(e, ERR_INTERNAL, "events: cannot start a thread");
+	ev->started = 1;
+	return 0;
+}
+
+/* events_drain frees what is still queued, counting it as dropped. */
+static void
+events_drain(struct events *ev)
+{
+	struct events_event *item, *next;
+	size_t n = 0;
+
+	pthread_mutex_lock(&ev->lock);
+	item = ev->head;
+	ev->head = NULL;
+	ev->tail = &ev->head;
+	ev->len = 0;
+	pthread_mutex_unlock(&ev->lock);
+	for (; item; item = next) {
+		next = item->next;
+		free(item);
+		n++;
+	}
+	if (n) {
+		metric_add(events_m_dropped, (double)n, "shutdown");
+		metric_set(events_m_queue, 0);
+	}
+}
+
+void
+events_stop(struct events *ev, int64_t flush_ns)
+{
+	if (ev == NULL)
+		return;
+	pthread_mutex_lock(&ev->lock);
+	if (!ev->stop) {
+		ev->stop = 1;
+		ev->flush_deadline_ns = events_mono_ns() + (flush_ns > 0 ? flush_ns : 0);
+	}
+	pthread_cond_broadcast(&ev->cond);
+	pthread_mutex_unlock(&ev->lock);
+	if (ev->started) {
+		pthread_join(ev->thread, NULL);
+		ev->started = 0;
+	}
+	events_drain(ev);
+}
+
+void
+events_free(struct events *ev)
+{
+	if (ev == NULL)
+		return;
+	events_stop(ev, 0);
+	events_correlator_free(ev->corr);
+	kube_client_cleanup(&ev->client);
+	pthread_cond_destroy(&ev->cond);
+	pthread_mutex_destroy(&ev->lock);
+	free(ev);
+}
