@@ -33,6 +33,8 @@ enum {
 
 struct reflector {
 	struct reflector_config cfg;   /* strings point at copies we own */
+	struct reflector_handlers handlers[REFLECTOR_HANDLERS_MAX];
+	size_t nhandlers;
 	struct kubeconfig *kc;
 	struct kube_client client;
 	struct store *store;
@@ -40,7 +42,7 @@ struct reflector {
 
 	pthread_t thread;
 	int started;                   /* owner side only */
-	pthread_mutex_t lock;          /* stopping, rv */
+	pthread_mutex_t lock;          /* stopping, synced (for waiters), rv */
 	pthread_cond_t cond;
 	int stopping;                  /* atomic reads outside the lock */
 	int synced;                    /* atomic */
@@ -265,18 +267,19 @@ static void
 reflector_deliver(struct reflector *r, const struct store_obj *old_obj,
     const struct store_obj *new_obj)
 {
-	const struct reflector_handlers *h = &r->cfg.handlers;
-
 	if (reflector_stopping(r))
 		return;
-	if (old_obj == NULL) {
-		if (h->on_add)
-			h->on_add(new_obj, h->arg);
-	} else if (new_obj == NULL) {
-		if (h->on_delete)
-			h->on_delete(old_obj, h->arg);
-	} else if (h->on_update) {
-		h->on_update(old_obj, new_obj, h->arg);
+	for (size_t i = 0; i < r->nhandlers; i++) {
+		const struct reflector_handlers *h = &r->handlers[i];
+		if (old_obj == NULL) {
+			if (h->on_add)
+				h->on_add(new_obj, h->arg);
+		} else if (new_obj == NULL) {
+			if (h->on_delete)
+				h->on_delete(old_obj, h->arg);
+		} else if (h->on_update) {
+			h->on_update(old_obj, new_obj, h->arg);
+		}
 	}
 }
 
@@ -499,7 +502,11 @@ reflector_list(struct reflector *r, int relist)
 		}
 		reflector_set_rv(r, rv);
 		reflector_gauges(r);
-		if (!__atomic_exchange_n(&r->synced, 1, __ATOMIC_ACQ_REL)) {
+		if (!__atomic_load_n(&r->synced, __ATOMIC_ACQUIRE)) {
+			pthread_mutex_lock(&r->lock);
+			__atomic_store_n(&r->synced, 1, __ATOMIC_RELEASE);
+			pthread_cond_broadcast(&r->cond);
+			pthread_mutex_unlock(&r->lock);
 			metric_set(reflector_m_synced, 1, r->cfg.resource);
 			r->next_resync_ns = reflector_now_ns() + r->cfg.resync_ns;
 		}
@@ -791,6 +798,8 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 	r->cfg.resource = r->cfg.path = r->cfg.label_selector = NULL;
 	r->cfg.field_selector = r->cfg.user_agent = NULL;
 	r->kc = kc;
+	r->handlers[0] = cfg->handlers;
+	r->nhandlers = 1;
 	pthread_mutex_init(&r->lock, NULL);
 	{
 		pthread_condattr_t ca;
@@ -848,6 +857,17 @@ nomem:
 	free(fs);
 	reflector_free(r);
 	return errbuf_set(e, ERR_NOMEM, "out of memory");
+}
+
+int
+reflector_add_handlers(struct reflector *r, const struct reflector_handlers *h,
+    struct errbuf *e)
+{
+	if (r->started || r->nhandlers == REFLECTOR_HANDLERS_MAX)
+		return errbuf_set(e, ERR_INVALID, "reflector %s: handlers can only be added "
+		    "before it starts, at most %d sets", r->cfg.resource, REFLECTOR_HANDLERS_MAX);
+	r->handlers[r->nhandlers++] = *h;
+	return 0;
 }
 
 int
@@ -909,6 +929,27 @@ int
 reflector_has_synced(struct reflector *r)
 {
 	return __atomic_load_n(&r->synced, __ATOMIC_ACQUIRE);
+}
+
+int
+reflector_wait_synced(struct reflector *r, int64_t timeout_ns)
+{
+	int64_t deadline = reflector_now_ns() + timeout_ns;
+	struct timespec ts;
+	int synced;
+
+	ts.tv_sec = (time_t)(deadline / NS_PER_S);
+	ts.tv_nsec = (long)(deadline % NS_PER_S);
+	pthread_mutex_lock(&r->lock);
+	while (!r->synced && !r->stopping) {
+		if (timeout_ns < 0)
+			pthread_cond_wait(&r->cond, &r->lock);
+		else if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) == ETIMEDOUT)
+			break;
+	}
+	synced = r->synced;
+	pthread_mutex_unlock(&r->lock);
+	return synced;
 }
 
 struct store *

@@ -37,6 +37,7 @@
 #define REFLECTOR_BACKOFF_MIN_NS (800 * 1000000LL)  /* first retry delay */
 #define REFLECTOR_BACKOFF_MAX_NS (30 * 1000000000LL) /* retry delay cap */
 #define REFLECTOR_SELECTOR_MAX 4096                 /* bytes of a selector */
+#define REFLECTOR_HANDLERS_MAX 8                    /* handler sets per reflector */
 
 struct reflector_handlers {
 	void (*on_add)(const struct store_obj *obj, void *arg);
@@ -78,6 +79,14 @@ struct reflector;
 int reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
     struct reflector **ret, struct errbuf *e);
 
+/* reflector_add_handlers adds one more set of handlers (copied), for
+ * another controller sharing this reflector's cache, like client-go's
+ * shared informers; sets are called in the order they were added, the
+ * config's first. Only before reflector_start: ERR_INVALID after it, or
+ * past REFLECTOR_HANDLERS_MAX sets. */
+int reflector_add_handlers(struct reflector *r, const struct reflector_handlers *h,
+    struct errbuf *e);
+
 /* reflector_start starts the thread. Returns 0 or ERR_NOMEM / ERR_INTERNAL
  * (the thread could not be created). */
 int reflector_start(struct reflector *r, struct errbuf *e);
@@ -95,6 +104,11 @@ void reflector_free(struct reflector *r);
 /* reflector_has_synced tells whether the first complete LIST has been
  * delivered to the handlers (for /readyz and for controllers to wait on). */
 int reflector_has_synced(struct reflector *r);
+
+/* reflector_wait_synced waits up to timeout_ns (< 0: for ever) for
+ * reflector_has_synced, like client-go's WaitForCacheSync; returns 1 once
+ * synced, 0 on timeout or when the reflector is stopped. */
+int reflector_wait_synced(struct reflector *r, int64_t timeout_ns);
 
 /* reflector_store returns the store (owned by the reflector). */
 struct store *reflector_store(struct reflector *r);

@@ -17,7 +17,8 @@
  *   {"event":"update","old":{"key":..,"rv":..},"object":{...}}
  *   {"event":"delete","object":{...}}
  *   {"event":"synced","objects":N}
- *   {"event":"store","items":[{...},...]}
+ *   {"event":"store","items":[{...},...],"bytes":N,
+ *    "counts":{"add":N,"update":N,"delete":N}}  (from a second handler set)
  *   {"event":"metrics","lines":["bootccm_reflector_...",...]}
  *   {"event":"exit","stopSeconds":S} */
 #include <pthread.h>
@@ -37,6 +38,7 @@
 #include "metrics.h"
 
 static volatile sig_atomic_t drv_stop;
+static long drv_counts[3];  /* a second handler set's tally: add, update, delete */
 static pthread_mutex_t drv_out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int drv_services;
 
@@ -218,6 +220,31 @@ drv_on_delete(const struct store_obj *o, void *arg)
 }
 
 static void
+drv_count_add(const struct store_obj *o, void *arg)
+{
+	(void)o;
+	(void)arg;
+	__atomic_add_fetch(&drv_counts[0], 1, __ATOMIC_RELAXED);
+}
+
+static void
+drv_count_update(const struct store_obj *old, const struct store_obj *o, void *arg)
+{
+	(void)old;
+	(void)o;
+	(void)arg;
+	__atomic_add_fetch(&drv_counts[1], 1, __ATOMIC_RELAXED);
+}
+
+static void
+drv_count_delete(const struct store_obj *o, void *arg)
+{
+	(void)o;
+	(void)arg;
+	__atomic_add_fetch(&drv_counts[2], 1, __ATOMIC_RELAXED);
+}
+
+static void
 drv_final(struct reflector *r, double stop_s)
 {
 	const struct store_obj **v;
@@ -236,6 +263,11 @@ drv_final(struct reflector *r, double stop_s)
 	json_object_object_add(ev, "items", a);
 	json_object_object_add(ev, "bytes", json_object_new_int64(
 	    (int64_t)store_bytes(reflector_store(r))));
+	a = json_object_new_object();
+	json_object_object_add(a, "add", json_object_new_int64(drv_counts[0]));
+	json_object_object_add(a, "update", json_object_new_int64(drv_counts[1]));
+	json_object_object_add(a, "delete", json_object_new_int64(drv_counts[2]));
+	json_object_object_add(ev, "counts", a);
 	drv_emit(ev);
 
 	ev = json_object_new_object();
@@ -279,6 +311,9 @@ main(int argc, char **argv)
 		.decode = kube_node_decode_obj,
 		.user_agent = "drv_reflector",
 		.handlers = { drv_on_add, drv_on_update, drv_on_delete, NULL },
+	};
+	static const struct reflector_handlers counters = {
+		drv_count_add, drv_count_update, drv_count_delete, NULL,
 	};
 	struct kubeconfig kc;
 	struct reflector *r = NULL;
@@ -343,7 +378,9 @@ main(int argc, char **argv)
 		fprintf(stderr, "drv_reflector: %s\n", e.msg);
 		return 1;
 	}
-	if (reflector_new(&kc, &cfg, &r, &e) < 0 || reflector_start(r, &e) < 0) {
+	if (reflector_new(&kc, &cfg, &r, &e) < 0 ||
+	    reflector_add_handlers(r, &counters, &e) < 0 || reflector_start(r, &e) < 0 ||
+	    reflector_add_handlers(r, &counters, &e) != ERR_INVALID) {
 		fprintf(stderr, "drv_reflector: %s\n", e.msg);
 		reflector_free(r);
 		kubeconfig_free(&kc);
@@ -351,7 +388,9 @@ main(int argc, char **argv)
 	}
 	while (!drv_stop) {
 		struct timespec ts = { 0, 10 * 1000000L };
-		if (!synced && reflector_has_synced(r)) {
+		if (!synced && reflector_wait_synced(r, 10 * 1000000LL)) {
+			if (!reflector_has_synced(r))
+				abort();
 			json_object *ev = json_object_new_object();
 			synced = 1;
 			json_object_object_add(ev, "event", json_object_new_string("synced"));
@@ -359,7 +398,8 @@ main(int argc, char **argv)
 			    (int64_t)store_len(reflector_store(r))));
 			drv_emit(ev);
 		}
-		nanosleep(&ts, NULL);
+		if (synced)
+			nanosleep(&ts, NULL);
 	}
 	t0 = drv_now();
 	reflector_stop(r);

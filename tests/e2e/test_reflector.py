@@ -102,11 +102,15 @@ class Driver(object):
             self.final = {
                 "store": {o["key"]: o for o in store["items"]},
                 "bytes": store["bytes"],
+                "counts": store["counts"],
                 "metrics": self.events("metrics")[0]["lines"],
                 "stop": self.events("exit")[0]["stopSeconds"],
             }
             # a stop waits at most for the next bookmark
             assert self.final["stop"] < BOOKMARK_S + 1.5, self.final["stop"]
+            # the second handler set heard of every change the first did
+            calls = {k: len(self.events(k)) for k in ("add", "update", "delete")}
+            assert self.final["counts"] == calls, (self.final["counts"], calls)
         return self.final
 
     def kill(self):
