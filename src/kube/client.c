@@ -1,19 +1,67 @@
-/* client.c - JSON requests to the API server with kubeconfig credentials. */
+/* client.c - JSON requests to the API server with kubeconfig credentials:
+ * retries, preconditioned writes, escaped paths, request metrics. */
 #include "kube/client.h"
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <time.h>
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "flags.h"
 #include "log.h"
+#include "metrics.h"
+
+/* --- metrics ------------------------------------------------------------------ */
+
+/* client-go's buckets (k8s.io/client-go/tools/metrics users in component-base) */
+static const double kube_latency_buckets[] = {
+	0.005, 0.025, 0.1, 0.25, 0.5, 1, 2, 4, 8, 15, 30, 60,
+};
+#define KUBE_LATENCY_BUCKETS_N (sizeof(kube_latency_buckets) / sizeof(kube_latency_buckets[0]))
+
+static pthread_once_t kube_metrics_once = PTHREAD_ONCE_INIT;
+static struct metric *kube_m_requests;   /* rest_client_requests_total */
+static struct metric *kube_m_duration;   /* rest_client_request_duration_seconds */
+static struct metric *kube_m_ratelimit;  /* rest_client_rate_limiter_duration_seconds */
+static struct metric *kube_m_api;        /* bootccm_api_requests_total */
+
+static void
+kube_metrics_register(void)
+{
+	kube_m_requests = metrics_counter("rest_client_requests_total",
+	    "Number of HTTP requests, partitioned by status code, method, and host.",
+	    "code,host,method");
+	kube_m_duration = metrics_histogram("rest_client_request_duration_seconds",
+	    "Request latency in seconds. Broken down by verb, and host.",
+	    "verb,host", kube_latency_buckets, KUBE_LATENCY_BUCKETS_N);
+	kube_m_ratelimit = metrics_histogram("rest_client_rate_limiter_duration_seconds",
+	    "Client side rate limiter latency in seconds. Broken down by verb, and host.",
+	    "verb,host", kube_latency_buckets, KUBE_LATENCY_BUCKETS_N);
+	kube_m_api = metrics_counter("bootccm_api_requests_total",
+	    "API server requests by Kubernetes verb, resource and HTTP status code "
+	    "(\"<error>\" when no answer arrived); retries count once each.",
+	    "verb,resource,code");
+}
+
+void
+kube_client_metrics_init(void)
+{
+	pthread_once(&kube_metrics_once, kube_metrics_register);
+}
+
+/* --- client ------------------------------------------------------------------- */
 
 int
 kube_client_init(struct kube_client *c, struct kubeconfig *kc, const char *user_agent)
 {
+	const char *h;
+	size_t n;
+
+	kube_client_metrics_init();
 	memset(c, 0, sizeof(*c));
 	if ((c->http = http_client_new()) == NULL)
 		return ERR_NOMEM;
@@ -27,6 +75,18 @@ kube_client_init(struct kube_client *c, struct kubeconfig *kc, const char *user_
 	c->tls.server_name = kc->tls_server_name;
 	c->tls.insecure = kc->insecure_skip_tls_verify;
 	snprintf(c->user_agent, sizeof(c->user_agent), "User-Agent: %s", user_agent);
+	/* the metrics' host label is the URL's host[:port], as client-go's */
+	h = kc->server ? kc->server : "";
+	if (strstr(h, "://"))
+		h = strstr(h, "://") + 3;
+	n = strcspn(h, "/");
+	if (n >= sizeof(c->host))
+		n = sizeof(c->host) - 1;
+	memcpy(c->host, h, n);
+	c->host[n] = '\0';
+	c->max_retries = KUBE_RETRY_MAX;
+	backoff_init(&c->retry, KUBE_RETRY_BASE_MS * NS_PER_MS,
+	    KUBE_RETRY_CAP_MS * NS_PER_MS, KUBE_RETRY_FACTOR, KUBE_RETRY_JITTER);
 	return 0;
 }
 
@@ -35,6 +95,53 @@ kube_client_cleanup(struct kube_client *c)
 {
 	http_client_free(c->http);
 	memset(c, 0, sizeof(*c));
+}
+
+void
+kube_client_set_stop(struct kube_client *c, const volatile sig_atomic_t *stop)
+{
+	c->stop = stop;
+}
+
+void
+kube_client_set_deadline(struct kube_client *c, int64_t deadline_ns)
+{
+	c->deadline_ns = deadline_ns;
+}
+
+void
+kube_client_set_retries(struct kube_client *c, int max_retries, long base_ms,
+    long cap_ms)
+{
+	c->max_retries = max_retries < 0 ? 0 : max_retries;
+	backoff_init(&c->retry,
+	    (base_ms > 0 ? base_ms : KUBE_RETRY_BASE_MS) * NS_PER_MS,
+	    (cap_ms > 0 ? cap_ms : KUBE_RETRY_CAP_MS) * NS_PER_MS,
+	    KUBE_RETRY_FACTOR, KUBE_RETRY_JITTER);
+}
+
+/* --- Status bodies ------------------------------------------------------------ */
+
+/* kube_status_test_failed tells whether a Status's details.causes name a
+ * failed JSON patch test ("testing value /metadata/resourceVersion failed:
+ * test failed", from the API server's json-patch library). */
+static int
+kube_status_test_failed(json_object *o)
+{
+	json_object *details, *causes, *cause, *msg;
+
+	if (!json_object_object_get_ex(o, "details", &details) ||
+	    !json_object_object_get_ex(details, "causes", &causes) ||
+	    !json_object_is_type(causes, json_type_array))
+		return 0;
+	for (size_t i = 0; i < json_object_array_length(causes); i++) {
+		cause = json_object_array_get_idx(causes, i);
+		if (json_object_object_get_ex(cause, "message", &msg) &&
+		    json_object_is_type(msg, json_type_string) &&
+		    strstr(json_object_get_string(msg), "test failed") != NULL)
+			return 1;
+	}
+	return 0;
 }
 
 int
@@ -56,17 +163,23 @@ kube_status_decode(long status, const char *body, size_t len, struct errbuf *e)
 		if (json_object_object_get_ex(o, "reason", &v) &&
 		    json_object_is_type(v, json_type_string))
 			reason = json_object_get_string(v);
+		/* a failed test is a stale precondition, not bad input */
+		if (status == 422 && kube_status_test_failed(o))
+			code = ERR_CONFLICT;
 	}
 	if (status == 409 && reason && strcmp(reason, "AlreadyExists") == 0)
 		code = ERR_EXISTS;
 	if (msg)
-		errbuf_set(e, code, "%s (HTTP %ld%s%s)", msg, status,
-		    reason ? ", " : "", reason ? reason : "");
+		errbuf_set(e, code, "%s (HTTP %ld%s%s)%s", msg, status,
+		    reason ? ", " : "", reason ? reason : "",
+		    code == ERR_CONFLICT && status == 422 ? ": the object has changed" : "");
 	else
 		errbuf_set(e, code, "HTTP %ld", status);
 	json_object_put(o);
 	return code;
 }
+
+/* --- rate limit --------------------------------------------------------------- */
 
 /* The process-wide client-side rate limit (--kube-api-qps/--kube-api-burst):
  * a token bucket where a caller that finds it empty reserves the next token
@@ -121,18 +234,320 @@ void
 kube_ratelimit_wait(void)
 {
 	double wait = kube_ratelimit_reserve();
-	struct timespec ts;
 
-	if (wait <= 0)
-		return;
-	ts.tv_sec = (time_t)wait;
-	ts.tv_nsec = (long)((wait - (double)ts.tv_sec) * 1e9);
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	/* not interruptible: the token is taken, and a request made while
+	 * stopping (a Lease release) must still go out */
+	if (wait > 0)
+		backoff_sleep((int64_t)(wait * 1e9), NULL);
 }
 
-/* kube_send performs one request (rate limited, with credentials) and logs it
- * at -v=6 and up. On 0, *resp holds the answer. */
+/* --- request info ------------------------------------------------------------- */
+
+#define KUBE_SEGS_MAX 12
+
+/* kube_go_true tells whether a query value is true for Go's strconv.ParseBool. */
+static int
+kube_go_true(const char *v, size_t n)
+{
+	static const char *const t[] = { "1", "t", "T", "true", "TRUE", "True" };
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+		if (strlen(t[i]) == n && memcmp(v, t[i], n) == 0)
+			return 1;
+	return 0;
+}
+
+/* kube_query_watch tells whether query (after '?') has watch=<true>. */
+static int
+kube_query_watch(const char *q)
+{
+	while (q && *q) {
+		size_t n = strcspn(q, "&");
+		if (n > 6 && strncmp(q, "watch=", 6) == 0 && kube_go_true(q + 6, n - 6))
+			return 1;
+		q += n;
+		if (*q == '&')
+			q++;
+	}
+	return 0;
+}
+
+static void
+kube_lower(char *dst, size_t len, const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < len; i++)
+		dst[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+	dst[i] = '\0';
+}
+
+void
+kube_request_info(const char *method, const char *path, char verb[KUBE_VERB_MAX],
+    char resource[KUBE_RESOURCE_MAX])
+{
+	const char *seg[KUBE_SEGS_MAX];
+	size_t segl[KUBE_SEGS_MAX], n = 0, i = 0, end;
+	const char *p = path ? path : "", *q = strchr(p, '?'), *v;
+	const char *name = NULL;
+
+	kube_lower(verb, KUBE_VERB_MAX, method ? method : "");
+	resource[0] = '\0';
+	end = q ? (size_t)(q - p) : strlen(p);
+	for (size_t off = 0; off < end && n < KUBE_SEGS_MAX;) {
+		size_t l;
+		while (off < end && p[off] == '/')
+			off++;
+		for (l = 0; off + l < end && p[off + l] != '/'; l++)
+			;
+		if (l) {
+			seg[n] = p + off;
+			segl[n++] = l;
+		}
+		off += l;
+	}
+#define SEG_IS(k, s) (segl[k] == strlen(s) && memcmp(seg[k], s, segl[k]) == 0)
+	/* /api/VERSION/... or /apis/GROUP/VERSION/...; anything else is a
+	 * non-resource path such as /version or /healthz */
+	if (n >= 1 && SEG_IS(0, "api"))
+		i = 2;
+	else if (n >= 1 && SEG_IS(0, "apis"))
+		i = 3;
+	else
+		return;
+	if (n <= i)
+		return;
+	if (!strcmp(method, "POST"))
+		v = "create";
+	else if (!strcmp(method, "GET") || !strcmp(method, "HEAD"))
+		v = "get";
+	else if (!strcmp(method, "PUT"))
+		v = "update";
+	else if (!strcmp(method, "PATCH"))
+		v = "patch";
+	else if (!strcmp(method, "DELETE"))
+		v = "delete";
+	else
+		v = "";
+	if (SEG_IS(i, "watch")) {
+		v = "watch";
+		i++;
+	}
+	/* namespaces/NS/RESOURCE...; but namespaces/NS/status and /finalize are
+	 * the namespace's own subresources */
+	if (n > i + 1 && SEG_IS(i, "namespaces") &&
+	    n > i + 2 && !SEG_IS(i + 2, "status") && !SEG_IS(i + 2, "finalize"))
+		i += 2;
+	if (n <= i)
+		return;
+	if (n > i + 1)
+		name = seg[i + 1];
+	if (name == NULL) {
+		if (!strcmp(v, "get"))
+			v = "list";
+		else if (!strcmp(v, "delete"))
+			v = "deletecollection";
+	}
+	if (!strcmp(v, "list") && q && kube_query_watch(q + 1))
+		v = "watch";
+	snprintf(verb, KUBE_VERB_MAX, "%s", v);
+	snprintf(resource, KUBE_RESOURCE_MAX, "%.*s", (int)segl[i], seg[i]);
+	if (n > i + 2) {
+		/* the subresource: everything after the name */
+		size_t off = strlen(resource);
+		size_t sl = (size_t)(p + end - seg[i + 2]);
+		snprintf(resource + off, KUBE_RESOURCE_MAX - off, "/%.*s", (int)sl, seg[i + 2]);
+	}
+#undef SEG_IS
+}
+
+/* --- paths ---------------------------------------------------------------------- */
+
+/* A growing string; oom sticks so callers check once at the end. */
+struct kube_buf {
+	char *p;
+	size_t len, cap;
+	int oom;
+};
+
+static void
+kube_buf_add(struct kube_buf *b, const char *s, size_t n)
+{
+	if (b->oom)
+		return;
+	if (b->len + n + 1 > b->cap) {
+		size_t nc = b->cap ? b->cap : 128;
+		while (nc < b->len + n + 1)
+			nc *= 2;
+		char *np = realloc(b->p, nc);
+		if (np == NULL) {
+			b->oom = 1;
+			return;
+		}
+		b->p = np;
+		b->cap = nc;
+	}
+	memcpy(b->p + b->len, s, n);
+	b->len += n;
+	b->p[b->len] = '\0';
+}
+
+enum kube_escape { KUBE_ESC_SEGMENT, KUBE_ESC_QUERY };
+
+/* kube_buf_escape appends s escaped like Go's url.PathEscape (segment) or
+ * url.QueryEscape (query): unreserved bytes stay, a segment also keeps
+ * "$&+:=@", a query value turns ' ' into '+', everything else is %XX. */
+static void
+kube_buf_escape(struct kube_buf *b, const char *s, enum kube_escape how)
+{
+	static const char hex[] = "0123456789ABCDEF";
+
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		unsigned char ch = *p;
+		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
+		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' ||
+		    ch == '~' || (how == KUBE_ESC_SEGMENT && ch && strchr("$&+:=@", ch))) {
+			kube_buf_add(b, (const char *)p, 1);
+		} else if (how == KUBE_ESC_QUERY && ch == ' ') {
+			kube_buf_add(b, "+", 1);
+		} else {
+			char esc[3] = { '%', hex[ch >> 4], hex[ch & 15] };
+			kube_buf_add(b, esc, 3);
+		}
+	}
+}
+
+static int
+kube_segment_ok(const char *s)
+{
+	return s && *s && strcmp(s, ".") != 0 && strcmp(s, "..") != 0;
+}
+
+int
+kube_path(char **ret, const char *api, const char *ns, const char *resource,
+    const char *name, const char *subresource, ...)
+{
+	struct kube_buf b = { 0 };
+	const char *key, *val;
+	char sep = '?';
+	va_list ap;
+
+	if (api == NULL || strncmp(api, "/api", 4) != 0 || !kube_segment_ok(resource) ||
+	    (ns && !kube_segment_ok(ns)) || (name && !kube_segment_ok(name)) ||
+	    (subresource && !kube_segment_ok(subresource)) || (subresource && !name))
+		return ERR_INVALID;
+	kube_buf_add(&b, api, strlen(api));
+	if (ns) {
+		kube_buf_add(&b, "/namespaces/", 12);
+		kube_buf_escape(&b, ns, KUBE_ESC_SEGMENT);
+	}
+	kube_buf_add(&b, "/", 1);
+	kube_buf_escape(&b, resource, KUBE_ESC_SEGMENT);
+	if (name) {
+		kube_buf_add(&b, "/", 1);
+		kube_buf_escape(&b, name, KUBE_ESC_SEGMENT);
+	}
+	if (subresource) {
+		kube_buf_add(&b, "/", 1);
+		kube_buf_escape(&b, subresource, KUBE_ESC_SEGMENT);
+	}
+	va_start(ap, subresource);
+	while ((key = va_arg(ap, const char *)) != NULL) {
+		val = va_arg(ap, const char *);
+		if (val == NULL)
+			continue;
+		kube_buf_add(&b, &sep, 1);
+		kube_buf_escape(&b, key, KUBE_ESC_QUERY);
+		kube_buf_add(&b, "=", 1);
+		kube_buf_escape(&b, val, KUBE_ESC_QUERY);
+		sep = '&';
+	}
+	va_end(ap);
+	if (b.oom) {
+		free(b.p);
+		return ERR_NOMEM;
+	}
+	*ret = b.p;
+	return 0;
+}
+
+/* --- retry decisions ------------------------------------------------------------ */
+
+/* kube_curl_text returns the transport's own words in an http_do message
+ * ("GET URL: err: TEXT"): a URL holds no spaces, so the first ": " after the
+ * first space ends it. Matching there keeps an object name out of it. */
+static const char *
+kube_curl_text(const char *msg)
+{
+	const char *sp = msg ? strchr(msg, ' ') : NULL;
+	const char *colon = sp ? strstr(sp, ": ") : NULL;
+
+	return colon ? colon + 2 : msg ? msg : "";
+}
+
+const char *
+kube_retry_reason(const char *method, long status, int err, const char *msg,
+    int stream)
+{
+	int idempotent = strcmp(method, "GET") == 0 || strcmp(method, "HEAD") == 0;
+	const char *t;
+
+	if (status == 429)
+		return "HTTP 429";
+	if (status >= 500 && status <= 599) {
+		switch (status) {
+		case 500: return "HTTP 500";
+		case 501: return NULL;       /* not implemented: permanent */
+		case 502: return "HTTP 502";
+		case 503: return "HTTP 503";
+		case 504: return "HTTP 504";
+		default: return "HTTP 5xx";
+		}
+	}
+	if (status != 0)
+		return NULL;
+	/* No answer. The transport (curl) reports failures as text only, so
+	 * the phase is told from its wording, which is the same for every TLS
+	 * backend up to the handshake. */
+	t = kube_curl_text(msg);
+	switch (err) {
+	case ERR_TRANSIENT:
+		/* connect(2) failed: nothing reached the server; a stream's
+		 * caller waits for a server that is away with its own backoff */
+		if (strstr(t, "Failed to connect") || strstr(t, "Couldn't connect") ||
+		    strstr(t, "Connection refused"))
+			return stream ? NULL : "connection refused";
+		if (strstr(t, "resolve host") || strstr(t, "resolve proxy"))
+			return stream ? NULL : "host name not resolved";
+		/* reset, empty reply, cut transfer: the request may have been
+		 * processed, so only a read is repeated */
+		return idempotent ? "connection reset" : NULL;
+	case ERR_TIMEOUT:
+		/* a connect or name timeout sent nothing; a request that timed out
+		 * after 30 s is the caller's to retry, not ours to multiply */
+		if (strstr(t, "Connection timed out") || strstr(t, "Connection timeout") ||
+		    strstr(t, "Resolving timed out"))
+			return stream ? NULL : "connect timeout";
+		return NULL;
+	case ERR_TLS:
+		/* the handshake comes before the request, so nothing was sent; a
+		 * peer that went away during it is transient, a certificate that
+		 * does not verify is not */
+		if (strstr(t, "reset by peer") || strstr(t, "error state on socket") ||
+		    strstr(t, "SSL_ERROR_SYSCALL") || strstr(t, "unexpected eof") ||
+		    strstr(t, "Connection refused") || strstr(t, "transport closed") ||
+		    strstr(t, "Peer closed") || strstr(t, "Broken pipe"))
+			return stream ? NULL : "TLS handshake cut off";
+		return NULL;
+	default:
+		return NULL;
+	}
+}
+
+/* --- sending -------------------------------------------------------------------- */
+
+/* kube_send performs one attempt (rate limited, with credentials), counts it
+ * in the metrics and logs it at -v=6 and up. On 0, *resp holds the answer. */
 static int
 kube_send(struct kube_client *c, const char *method, const char *path,
     const char *content_type, const char *body, http_on_data on_data, void *arg,
@@ -150,7 +565,8 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 		.on_data_arg = arg,
 	};
 	char *url = NULL, *token = NULL;
-	struct timespec t0, t1;
+	char verb[KUBE_VERB_MAX], resource[KUBE_RESOURCE_MAX], code[16];
+	double t0, t1, wait;
 	int r;
 
 	if (asprintf(&url, "%s%s", c->kc->server, path) < 0)
@@ -161,17 +577,31 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 	if ((r = kubeconfig_token(c->kc, &token, e)) < 0)
 		goto out;
 	req.bearer_token = token;
+	t0 = kube_now_s();
 	kube_ratelimit_wait();
-	clock_gettime(CLOCK_MONOTONIC, &t0);
+	t1 = kube_now_s();
+	wait = t1 - t0;
+	metric_observe(kube_m_ratelimit, wait, method, c->host);
 	r = http_do(c->http, &req, resp, e);
-	clock_gettime(CLOCK_MONOTONIC, &t1);
+	t0 = t1;
+	t1 = kube_now_s();
+	if (r < 0)
+		snprintf(code, sizeof(code), "<error>");
+	else
+		snprintf(code, sizeof(code), "%ld", resp->status);
+	kube_request_info(method, path, verb, resource);
+	metric_add(kube_m_requests, 1, code, c->host, method);
+	metric_add(kube_m_api, 1, verb, resource, code);
+	/* a watch's length is the watch's, not the server's latency */
+	if (on_data == NULL || r < 0 || resp->status < 200 || resp->status > 299)
+		metric_observe(kube_m_duration, t1 - t0, method, c->host);
 	if (log_enabled(6)) {
 		/* like client-go's round trippers: the request line at 6, headers
 		 * (credentials masked) at 8, bodies at 9 */
-		char ms[32], code[16];
-		snprintf(ms, sizeof(ms), "%.0f", (double)(t1.tv_sec - t0.tv_sec) * 1e3 +
-		    (double)(t1.tv_nsec - t0.tv_nsec) / 1e6);
-		snprintf(code, sizeof(code), "%ld", r < 0 ? 0L : resp->status);
+		char ms[32];
+		snprintf(ms, sizeof(ms), "%.0f", (t1 - t0) * 1e3);
+		if (r < 0)
+			snprintf(code, sizeof(code), "0");
 		log_info(6, "HTTP request", "verb", method, "url", url, "status", code,
 		    "milliseconds", ms, NULL);
 		log_info(8, "Request headers", "Accept", "application/json",
@@ -191,25 +621,155 @@ out:
 	return r;
 }
 
+/* A stream's callback, wrapped to know whether anything was delivered. */
+struct kube_stream {
+	http_on_data fn;
+	void *arg;
+	int delivered;
+};
+
+static int
+kube_stream_cb(const char *buf, size_t len, void *arg)
+{
+	struct kube_stream *s = arg;
+
+	s->delivered = 1;
+	return s->fn(buf, len, s->arg);
+}
+
+/* What kube_do tells its callers about the retries it made. */
+struct kube_tries {
+	int attempts;
+	int stopped;   /* retries abandoned because the client is stopping */
+	int deadline;  /* retries not made because the deadline would pass */
+};
+
+static int64_t
+kube_mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+/* kube_do sends a request and retries it per kube_retry_reason. Returns 0
+ * with the last answer in *resp (any status), or the last attempt's error
+ * when no answer arrived. */
+static int
+kube_do(struct kube_client *c, const char *method, const char *path,
+    const char *content_type, const char *body, http_on_data on_data, void *arg,
+    long timeout_ms, struct http_response *resp, struct kube_tries *tries,
+    struct errbuf *e)
+{
+	struct kube_stream st = { on_data, arg, 0 };
+	struct errbuf le;
+	int r;
+
+	memset(tries, 0, sizeof(*tries));
+	backoff_reset(&c->retry);
+	for (;;) {
+		const char *reason;
+		long status = 0, attempt_ms = timeout_ms;
+		int64_t delay, now = c->deadline_ns ? kube_mono_ns() : 0;
+		char attempt[32], wait[32];
+
+		if (c->deadline_ns) {
+			/* like a Go context: a deadline bounds each attempt too */
+			int64_t left_ms = (c->deadline_ns - now) / NS_PER_MS;
+			if (left_ms <= 0)
+				return errbuf_set(e, ERR_TIMEOUT, "%s %s: the deadline passed before "
+				    "the request was sent", method, path);
+			if (attempt_ms == 0 || left_ms < attempt_ms)
+				attempt_ms = (long)left_ms;
+		}
+		le.msg[0] = '\0';
+		r = kube_send(c, method, path, content_type, body,
+		    on_data ? kube_stream_cb : NULL, &st, attempt_ms, resp, &le);
+		tries->attempts++;
+		if (r == 0)
+			status = resp->status;
+		if (st.delivered || (r == 0 && status >= 200 && status <= 299))
+			reason = NULL;
+		else
+			reason = kube_retry_reason(method, status, r, le.msg, on_data != NULL);
+		if (reason == NULL || tries->attempts > c->max_retries)
+			break;
+		if (backoff_stopped(c->stop)) {
+			tries->stopped = 1;
+			break;
+		}
+		if (r == 0 && resp->retry_after_s > 0)
+			delay = (resp->retry_after_s > KUBE_RETRY_AFTER_MAX_S ?
+			    KUBE_RETRY_AFTER_MAX_S : resp->retry_after_s) * NS_PER_S;
+		else
+			delay = backoff_next(&c->retry);
+		if (c->deadline_ns && kube_mono_ns() + delay >= c->deadline_ns) {
+			tries->deadline = 1;
+			break;
+		}
+		snprintf(attempt, sizeof(attempt), "%d", tries->attempts);
+		snprintf(wait, sizeof(wait), "%.0fms", (double)delay / 1e6);
+		if (r < 0)
+			log_info(2, "Retrying API request", "verb", method, "path", path,
+			    "reason", reason, "attempt", attempt, "delay", wait, "err", le.msg,
+			    NULL);
+		else
+			log_info(2, "Retrying API request", "verb", method, "path", path,
+			    "reason", reason, "attempt", attempt, "delay", wait, NULL);
+		/* keep the answer through the sleep: a stop returns it */
+		if (backoff_sleep(delay, c->stop)) {
+			tries->stopped = 1;
+			break;
+		}
+		if (r == 0)
+			http_response_free(resp);
+	}
+	if (r < 0)
+		errbuf_set(e, r, "%s", le.msg);
+	return r;
+}
+
+/* kube_tries_note appends how the retries ended to a failure's message. */
+static void
+kube_tries_note(struct errbuf *e, const struct kube_tries *t)
+{
+	size_t n;
+
+	if (e == NULL || (t->attempts < 2 && !t->stopped && !t->deadline))
+		return;
+	n = strlen(e->msg);
+	snprintf(e->msg + n, sizeof(e->msg) - n, " (%d attempt%s%s)", t->attempts,
+	    t->attempts == 1 ? "" : "s", t->stopped ? "; retries abandoned: stopping" :
+	    t->deadline ? "; no time left before the deadline" : "");
+}
+
 int
 kube_request(struct kube_client *c, const char *method, const char *path,
     const char *content_type, const char *body, json_object **ret,
     long *ret_status, struct errbuf *e)
 {
 	struct http_response resp;
+	struct kube_tries tries;
 	int r;
 
 	if (ret_status)
 		*ret_status = 0;
-	r = kube_send(c, method, path, content_type, body, NULL, NULL,
-	    KUBE_REQUEST_TIMEOUT_MS, &resp, e);
-	if (r < 0)
+	if (body && strlen(body) > KUBE_BODY_MAX)
+		return errbuf_set(e, ERR_TOO_LARGE, "%s %s: request body larger than %d bytes",
+		    method, path, KUBE_BODY_MAX);
+	r = kube_do(c, method, path, content_type, body, NULL, NULL,
+	    KUBE_REQUEST_TIMEOUT_MS, &resp, &tries, e);
+	if (r < 0) {
+		kube_tries_note(e, &tries);
 		return r;
+	}
 	if (ret_status)
 		*ret_status = resp.status;
 	if (resp.status < 200 || resp.status > 299) {
 		r = kube_status_decode(resp.status, resp.body, resp.body_len, e);
 		errbuf_prefix(e, r, "%s %s", method, path);
+		kube_tries_note(e, &tries);
 	} else if (ret) {
 		json_tokener *tok = json_tokener_new_ex(KUBE_JSON_DEPTH);
 		json_object *o = NULL;
@@ -238,19 +798,271 @@ kube_request_stream(struct kube_client *c, const char *path, http_on_data on_dat
     void *arg, long timeout_ms, long *ret_status, struct errbuf *e)
 {
 	struct http_response resp;
+	struct kube_tries tries;
 	int r;
 
 	if (ret_status)
 		*ret_status = 0;
-	r = kube_send(c, "GET", path, NULL, NULL, on_data, arg, timeout_ms, &resp, e);
-	if (r < 0)
+	r = kube_do(c, "GET", path, NULL, NULL, on_data, arg, timeout_ms, &resp,
+	    &tries, e);
+	if (r < 0) {
+		kube_tries_note(e, &tries);
 		return r;
+	}
 	if (ret_status)
 		*ret_status = resp.status;
 	if (resp.status < 200 || resp.status > 299) {
 		r = kube_status_decode(resp.status, resp.body, resp.body_len, e);
 		errbuf_prefix(e, r, "GET %s", path);
+		kube_tries_note(e, &tries);
 	}
 	http_response_free(&resp);
 	return r;
+}
+
+/* --- writes ------------------------------------------------------------------------- */
+
+/* kube_send_json serializes o (compact, '/' unescaped like Go) as the body. */
+static int
+kube_send_json(struct kube_client *c, const char *method, const char *path,
+    const char *content_type, json_object *o, json_object **ret, long *ret_status,
+    struct errbuf *e)
+{
+	const char *s = json_object_to_json_string_ext(o,
+	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	if (s == NULL)
+		return errbuf_set(e, ERR_NOMEM, "%s %s: out of memory", method, path);
+	return kube_request(c, method, path, content_type, s, ret, ret_status, e);
+}
+
+/* kube_with_rv returns a new object sharing obj's members (references taken),
+ * with a metadata of its own whose resourceVersion is rv, or absent when rv
+ * is NULL; NULL when out of memory. obj itself is left as it was. */
+static json_object *
+kube_with_rv(json_object *obj, const char *rv)
+{
+	json_object *out = json_object_new_object(), *md = json_object_new_object();
+	json_object *omd = NULL, *s;
+
+	if (out == NULL || md == NULL)
+		goto fail;
+	json_object_object_foreach(obj, k, v) {
+		if (strcmp(k, "metadata") == 0) {
+			omd = v;
+			continue;
+		}
+		if (json_object_object_add(out, k, json_object_get(v)) < 0)
+			goto fail;
+	}
+	if (omd && json_object_is_type(omd, json_type_object)) {
+		json_object_object_foreach(omd, mk, mv) {
+			if (strcmp(mk, "resourceVersion") == 0)
+				continue;
+			if (json_object_object_add(md, mk, json_object_get(mv)) < 0)
+				goto fail;
+		}
+	}
+	if (rv) {
+		if ((s = json_object_new_string(rv)) == NULL)
+			goto fail;
+		if (json_object_object_add(md, "resourceVersion", s) < 0) {
+			json_object_put(s);
+			goto fail;
+		}
+	}
+	/* a create without metadata stays without it */
+	if (omd == NULL && json_object_object_length(md) == 0) {
+		json_object_put(md);
+		return out;
+	}
+	if (json_object_object_add(out, "metadata", md) < 0) {
+		md = NULL;
+		goto fail;
+	}
+	return out;
+fail:
+	json_object_put(md);
+	json_object_put(out);
+	return NULL;
+}
+
+int
+kube_patch_merge(struct kube_client *c, const char *path, json_object *patch,
+    const char *rv, json_object **ret, long *ret_status, struct errbuf *e)
+{
+	json_object *body;
+	int r;
+
+	if (ret_status)
+		*ret_status = 0;
+	if (rv == NULL || *rv == '\0')
+		return errbuf_set(e, ERR_INVALID, "PATCH %s: no resourceVersion for the precondition",
+		    path);
+	if (!json_object_is_type(patch, json_type_object))
+		return errbuf_set(e, ERR_INVALID, "PATCH %s: a merge patch must be a JSON object",
+		    path);
+	if ((body = kube_with_rv(patch, rv)) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "PATCH %s: out of memory", path);
+	r = kube_send_json(c, "PATCH", path, "application/merge-patch+json", body, ret,
+	    ret_status, e);
+	json_object_put(body);
+	return r;
+}
+
+int
+kube_patch_json(struct kube_client *c, const char *path, json_object *ops,
+    const char *rv, json_object **ret, long *ret_status, struct errbuf *e)
+{
+	json_object *body = NULL, *test = NULL;
+	size_t n;
+	int r = ERR_NOMEM;
+
+	if (ret_status)
+		*ret_status = 0;
+	if (rv == NULL || *rv == '\0')
+		return errbuf_set(e, ERR_INVALID, "PATCH %s: no resourceVersion for the precondition",
+		    path);
+	if (!json_object_is_type(ops, json_type_array))
+		return errbuf_set(e, ERR_INVALID, "PATCH %s: a JSON patch must be an array",
+		    path);
+	n = json_object_array_length(ops);
+	if ((body = json_object_new_array_ext((int)n + 1)) == NULL ||
+	    (test = json_object_new_object()) == NULL)
+		goto out;
+	if (json_object_object_add(test, "op", json_object_new_string("test")) < 0 ||
+	    json_object_object_add(test, "path",
+	    json_object_new_string("/metadata/resourceVersion")) < 0 ||
+	    json_object_object_add(test, "value", json_object_new_string(rv)) < 0 ||
+	    json_object_array_add(body, test) < 0)
+		goto out;
+	test = NULL;
+	for (size_t i = 0; i < n; i++)
+		if (json_object_array_add(body,
+		    json_object_get(json_object_array_get_idx(ops, i))) < 0)
+			goto out;
+	r = kube_send_json(c, "PATCH", path, "application/json-patch+json", body, ret,
+	    ret_status, e);
+out:
+	if (r == ERR_NOMEM)
+		errbuf_set(e, r, "PATCH %s: out of memory", path);
+	json_object_put(test);
+	json_object_put(body);
+	return r;
+}
+
+/* kube_rv returns obj's metadata.resourceVersion or NULL. */
+static const char *
+kube_rv(json_object *obj)
+{
+	json_object *md, *rv;
+
+	if (json_object_object_get_ex(obj, "metadata", &md) &&
+	    json_object_object_get_ex(md, "resourceVersion", &rv) &&
+	    json_object_is_type(rv, json_type_string) && *json_object_get_string(rv))
+		return json_object_get_string(rv);
+	return NULL;
+}
+
+int
+kube_patch_retry(struct kube_client *c, const char *path, kube_patch_fn build,
+    void *arg, json_object **ret, struct errbuf *e)
+{
+	struct backoff b;
+	struct errbuf le = { "" };
+	char *get_path;
+	int r = 0;
+
+	/* the object is read where it is written: GET works on /status too */
+	if ((get_path = strndup(path, strcspn(path, "?"))) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "PATCH %s: out of memory", path);
+	backoff_init(&b, KUBE_CONFLICT_BASE_MS * NS_PER_MS, KUBE_CONFLICT_CAP_MS * NS_PER_MS,
+	    2.0, 0.1);
+	for (int try = 0;; try++) {
+		json_object *cur = NULL, *patch = NULL, *out = NULL;
+		const char *rv;
+		int t;
+
+		if ((r = kube_request(c, "GET", get_path, NULL, NULL, &cur, NULL, &le)) < 0)
+			break;
+		if ((rv = kube_rv(cur)) == NULL) {
+			json_object_put(cur);
+			r = errbuf_set(&le, ERR_INVALID, "GET %s: the answer has no "
+			    "metadata.resourceVersion", get_path);
+			break;
+		}
+		t = build(cur, &patch, arg, &le);
+		if (t == KUBE_PATCH_NOOP) {
+			json_object_put(patch);
+			if (ret)
+				*ret = cur;
+			else
+				json_object_put(cur);
+			r = 0;
+			break;
+		}
+		if (t < 0 || (t != KUBE_PATCH_MERGE && t != KUBE_PATCH_JSON) || patch == NULL) {
+			r = t < 0 ? t : errbuf_set(&le, ERR_INTERNAL,
+			    "PATCH %s: the patch builder returned %d without a patch", path, t);
+			json_object_put(patch);
+			json_object_put(cur);
+			break;
+		}
+		if (t == KUBE_PATCH_MERGE)
+			r = kube_patch_merge(c, path, patch, rv, &out, NULL, &le);
+		else
+			r = kube_patch_json(c, path, patch, rv, &out, NULL, &le);
+		json_object_put(patch);
+		json_object_put(cur);
+		if (r == 0) {
+			if (ret)
+				*ret = out;
+			else
+				json_object_put(out);
+			break;
+		}
+		if (r != ERR_CONFLICT || try >= KUBE_CONFLICT_RETRIES)
+			break;
+		char attempt[16];
+		snprintf(attempt, sizeof(attempt), "%d", try + 1);
+		log_info(2, "Object changed before the write, re-reading it", "path", path,
+		    "attempt", attempt, "err", le.msg, NULL);
+		if (backoff_sleep(backoff_next(&b), c->stop))
+			break;
+	}
+	free(get_path);
+	if (r < 0)
+		errbuf_set(e, r, "%s", le.msg);
+	return r;
+}
+
+int
+kube_create(struct kube_client *c, const char *path, json_object *obj,
+    json_object **ret, struct errbuf *e)
+{
+	json_object *body;
+	int r;
+
+	if (!json_object_is_type(obj, json_type_object))
+		return errbuf_set(e, ERR_INVALID, "POST %s: the object is not a JSON object", path);
+	if ((body = kube_with_rv(obj, NULL)) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "POST %s: out of memory", path);
+	r = kube_send_json(c, "POST", path, "application/json", body, ret, NULL, e);
+	json_object_put(body);
+	return r;
+}
+
+int
+kube_update(struct kube_client *c, const char *path, json_object *obj,
+    json_object **ret, struct errbuf *e)
+{
+	char verb[KUBE_VERB_MAX], resource[KUBE_RESOURCE_MAX];
+
+	if (!json_object_is_type(obj, json_type_object))
+		return errbuf_set(e, ERR_INVALID, "PUT %s: the object is not a JSON object", path);
+	kube_request_info("PUT", path, verb, resource);
+	if (kube_rv(obj) == NULL && strcmp(resource, "leases") == 0)
+		return errbuf_set(e, ERR_INVALID, "PUT %s: a Lease update must carry "
+		    "metadata.resourceVersion", path);
+	return kube_send_json(c, "PUT", path, "application/json", obj, ret, NULL, e);
 }

@@ -1,0 +1,97 @@
+/* backoff.c - capped exponential delays with downward jitter. */
+#include "backoff.h"
+
+#include <errno.h>
+#include <math.h>
+#include <stdint.h>
+#include <time.h>
+
+void
+backoff_init(struct backoff *b, int64_t base_ns, int64_t cap_ns, double factor,
+    double jitter)
+{
+	struct timespec ts;
+
+	b->base_ns = base_ns < 0 ? 0 : base_ns;
+	b->cap_ns = cap_ns < b->base_ns ? b->base_ns : cap_ns;
+	b->factor = isfinite(factor) && factor >= 1 ? factor : 1;
+	b->jitter = isfinite(jitter) && jitter > 0 ? (jitter > 1 ? 1 : jitter) : 0;
+	b->steps = 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	/* the address tells apart threads that start in the same nanosecond */
+	b->rng = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^
+	    ((uint64_t)(uintptr_t)b << 17);
+	if (b->rng == 0)
+		b->rng = 0x9e3779b97f4a7c15ULL;
+}
+
+void
+backoff_reset(struct backoff *b)
+{
+	b->steps = 0;
+}
+
+int64_t
+backoff_delay(const struct backoff *b, unsigned step, double u)
+{
+	double d = (double)b->base_ns;
+
+	/* grow in floating point and stop at the cap: no overflow for any step */
+	if (d > 0 && b->factor > 1)
+		for (unsigned i = 0; i < step && d < (double)b->cap_ns; i++)
+			d *= b->factor;
+	if (d > (double)b->cap_ns)
+		d = (double)b->cap_ns;
+	if (!(u >= 0) || u >= 1)
+		u = 0;
+	d -= d * b->jitter * u;
+	return (int64_t)d;
+}
+
+/* backoff_rand returns a uniform draw in [0, 1) (xorshift64*). */
+static double
+backoff_rand(struct backoff *b)
+{
+	uint64_t x = b->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	b->rng = x;
+	return (double)((x * 0x2545F4914F6CDD1DULL) >> 11) / 9007199254740992.0;
+}
+
+int64_t
+backoff_next(struct backoff *b)
+{
+	int64_t d = backoff_delay(b, b->steps, b->jitter > 0 ? backoff_rand(b) : 0);
+
+	if (b->steps < 64)
+		b->steps++;
+	return d;
+}
+
+int
+backoff_stopped(const volatile sig_atomic_t *stop)
+{
+	return stop && __atomic_load_n(stop, __ATOMIC_RELAXED);
+}
+
+int
+backoff_sleep(int64_t ns, const volatile sig_atomic_t *stop)
+{
+	struct timespec ts;
+
+	while (ns > 0) {
+		if (backoff_stopped(stop))
+			return 1;
+		int64_t slice = stop && ns > BACKOFF_POLL_NS ? BACKOFF_POLL_NS : ns;
+		ts.tv_sec = (time_t)(slice / 1000000000LL);
+		ts.tv_nsec = (long)(slice % 1000000000LL);
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			if (backoff_stopped(stop))
+				return 1;
+		ns -= slice;
+	}
+	return backoff_stopped(stop);
+}

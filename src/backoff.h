@@ -1,0 +1,54 @@
+/* backoff.h - exponential backoff with jitter: a base delay that grows by a
+ * factor per step up to a cap, and an interruptible sleep.
+ *
+ * Contract: a struct backoff belongs to one thread (it carries its own random
+ * state, so no lock is needed); never logs. Jitter only shortens a delay:
+ * step n's delay d = min(cap, base * factor^n) is drawn uniformly from
+ * [d * (1 - jitter), d], so the cap is a hard bound (a client that waits for
+ * a server coming back sees it within cap) while many clients still spread
+ * out. Used for the API client's retries, the wait for the API server and the
+ * controllers' requeues. */
+#ifndef BOOTCCM_BACKOFF_H
+#define BOOTCCM_BACKOFF_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#define BACKOFF_POLL_NS 20000000LL /* 20 ms: how often a sleep looks at its stop flag */
+
+struct backoff {
+	int64_t base_ns;  /* the first delay */
+	int64_t cap_ns;   /* no delay is longer */
+	double factor;    /* growth per step, >= 1 */
+	double jitter;    /* 0..1: the share a delay may be shortened by */
+	unsigned steps;   /* delays handed out since the last reset */
+	uint64_t rng;     /* xorshift64* state, never 0 */
+};
+
+/* backoff_init sets the parameters, clamping nonsense into range (base >= 0,
+ * cap >= base, factor >= 1, jitter in [0, 1]), and seeds the random state
+ * from the clock and b's address. */
+void backoff_init(struct backoff *b, int64_t base_ns, int64_t cap_ns,
+    double factor, double jitter);
+
+/* backoff_reset starts over at the base delay (after a success). */
+void backoff_reset(struct backoff *b);
+
+/* backoff_next returns the next delay in nanoseconds and advances a step. */
+int64_t backoff_next(struct backoff *b);
+
+/* backoff_delay returns step's delay for a random draw u in [0, 1): u = 0
+ * gives the full delay, u -> 1 the shortest. Pure; for tests and for callers
+ * that keep the step count themselves (per-key requeues). */
+int64_t backoff_delay(const struct backoff *b, unsigned step, double u);
+
+/* backoff_sleep sleeps ns nanoseconds, or less when *stop (may be NULL)
+ * becomes non-zero: it is read every BACKOFF_POLL_NS. Returns 1 when it
+ * stopped early or *stop was already set, else 0. */
+int backoff_sleep(int64_t ns, const volatile sig_atomic_t *stop);
+
+/* backoff_stopped reads *stop (NULL: never stopping). A signal handler sets
+ * the flag with a plain store; another thread should use __atomic_store_n. */
+int backoff_stopped(const volatile sig_atomic_t *stop);
+
+#endif

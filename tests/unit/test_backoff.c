@@ -1,0 +1,148 @@
+/* test_backoff.c - delay growth, the cap, the jitter range, clamping of bad
+ * parameters, and the stop flag of the interruptible sleep. */
+#include <pthread.h>
+#include <time.h>
+
+#include "backoff.h"
+#include "harness.h"
+
+#define MS 1000000LL
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+TEST(grows_by_factor_up_to_the_cap)
+{
+	struct backoff b;
+
+	backoff_init(&b, 100 * MS, 800 * MS, 2.0, 0);
+	CHECK(backoff_next(&b) == 100 * MS);
+	CHECK(backoff_next(&b) == 200 * MS);
+	CHECK(backoff_next(&b) == 400 * MS);
+	CHECK(backoff_next(&b) == 800 * MS);
+	CHECK(backoff_next(&b) == 800 * MS);
+	for (int i = 0; i < 1000; i++)
+		CHECK(backoff_next(&b) == 800 * MS);
+	backoff_reset(&b);
+	CHECK(backoff_next(&b) == 100 * MS);
+	/* a step far past the cap neither overflows nor loops for long */
+	CHECK(backoff_delay(&b, 4000000000U, 0) == 800 * MS);
+}
+
+TEST(jitter_only_shortens)
+{
+	struct backoff b;
+
+	backoff_init(&b, 100 * MS, 1000 * MS, 3.0, 0.25);
+	CHECK(backoff_delay(&b, 0, 0) == 100 * MS);
+	CHECK(backoff_delay(&b, 1, 0) == 300 * MS);
+	CHECK(backoff_delay(&b, 1, 0.5) == (int64_t)(300 * MS * (1 - 0.125)));
+	CHECK(backoff_delay(&b, 2, 0) == 900 * MS);
+	CHECK(backoff_delay(&b, 3, 0) == 1000 * MS);
+	CHECK(backoff_delay(&b, 3, 0.999999) >= 750 * MS);
+	/* draws outside [0, 1) count as 0: never longer than the cap */
+	CHECK(backoff_delay(&b, 3, 1.5) == 1000 * MS);
+	CHECK(backoff_delay(&b, 3, -1) == 1000 * MS);
+}
+
+TEST(jittered_draws_cover_the_range)
+{
+	struct backoff b;
+	int64_t lo = INT64_MAX, hi = 0;
+	int below_mid = 0;
+
+	backoff_init(&b, 1000 * MS, 1000 * MS, 2.0, 0.5);
+	for (int i = 0; i < 4000; i++) {
+		int64_t d = backoff_next(&b);
+		CHECK(d >= 500 * MS && d <= 1000 * MS);
+		if (d < lo)
+			lo = d;
+		if (d > hi)
+			hi = d;
+		below_mid += d < 750 * MS;
+	}
+	/* uniform: both ends are approached and about half fall below the middle */
+	CHECK(lo < 520 * MS);
+	CHECK(hi > 980 * MS);
+	CHECK(below_mid > 1700 && below_mid < 2300);
+}
+
+TEST(two_backoffs_draw_differently)
+{
+	struct backoff a, b;
+	int same = 0;
+
+	backoff_init(&a, 1000 * MS, 1000 * MS, 1, 1);
+	backoff_init(&b, 1000 * MS, 1000 * MS, 1, 1);
+	for (int i = 0; i < 20; i++)
+		same += backoff_next(&a) == backoff_next(&b);
+	CHECK(same < 20);
+}
+
+TEST(bad_parameters_are_clamped)
+{
+	struct backoff b;
+
+	backoff_init(&b, -5, -10, 0.5, 7);
+	CHECK(b.base_ns == 0 && b.cap_ns == 0 && b.factor == 1 && b.jitter == 1);
+	CHECK(backoff_next(&b) == 0);
+	backoff_init(&b, 50 * MS, 10 * MS, 2, -1);
+	CHECK(b.cap_ns == 50 * MS && b.jitter == 0);
+	CHECK(backoff_next(&b) == 50 * MS);
+	CHECK(backoff_next(&b) == 50 * MS);
+	backoff_init(&b, 10 * MS, 100 * MS, 1.0 / 0.0, 0.0 / 0.0);
+	CHECK(b.factor == 1 && b.jitter == 0);
+}
+
+TEST(sleep_sleeps)
+{
+	double t0 = now_s();
+	CHECK(backoff_sleep(60 * MS, NULL) == 0);
+	double dt = now_s() - t0;
+	CHECK(dt >= 0.059 && dt < 0.5);
+	CHECK(backoff_sleep(0, NULL) == 0);
+	CHECK(backoff_sleep(-1, NULL) == 0);
+}
+
+static volatile sig_atomic_t stop_flag;
+
+static void *
+set_stop_later(void *arg)
+{
+	(void)arg;
+	struct timespec ts = { 0, 100 * MS };
+	nanosleep(&ts, NULL);
+	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
+	return NULL;
+}
+
+TEST(sleep_ends_at_stop)
+{
+	pthread_t t;
+	double t0 = now_s();
+
+	__atomic_store_n(&stop_flag, 0, __ATOMIC_RELAXED);
+	CHECK(backoff_sleep(50 * MS, &stop_flag) == 0);
+	CHECK(pthread_create(&t, NULL, set_stop_later, NULL) == 0);
+	t0 = now_s();
+	int r = backoff_sleep(10000 * MS, &stop_flag);
+	double dt = now_s() - t0;
+	pthread_join(t, NULL);
+	CHECK(r == 1);
+	/* seen within one poll period of being set */
+	CHECK(dt >= 0.09 && dt < 0.1 + 3.0 * BACKOFF_POLL_NS / 1e9 + 0.1);
+	/* already set: no sleep at all */
+	t0 = now_s();
+	CHECK(backoff_sleep(10000 * MS, &stop_flag) == 1);
+	CHECK(now_s() - t0 < 0.05);
+	CHECK(backoff_stopped(&stop_flag));
+	CHECK(!backoff_stopped(NULL));
+}
+
+TEST_MAIN()
