@@ -11,7 +11,13 @@
 #include <time.h>
 
 #include "err.h"
+#include "flags.h"
 #include "kube/client.h"
+#include "kube/events.h"
+#include "kube/lease.h"
+#include "kube/node.h"
+#include "kube/reflector.h"
+#include "kube/service.h"
 #include "kubeconfig.h"
 #include "log.h"
 #include "version.h" /* generated: build/gen/version.h */
@@ -19,7 +25,6 @@
 #define WAIT_BACKOFF_MIN_MS 50     /* first retry while the API server is down */
 #define WAIT_BACKOFF_MAX_MS 400    /* cap: an API server that comes up is seen at once */
 #define WAIT_REPORT_S 30           /* repeat "still waiting" this often */
-#define HEALTH_PERIOD_MS 10000     /* API server reachability check once running */
 
 volatile sig_atomic_t daemon_stop;
 
@@ -212,48 +217,131 @@ daemon_wait_apiserver(struct kube_client *c, char *version, size_t len)
 	return ERR_TIMEOUT;
 }
 
+/* The running daemon's parts, shared with the leader-election callbacks. */
+struct daemon {
+	const struct options *o;
+	struct kubeconfig kc;
+	struct reflector *nodes;     /* every replica: its own node (metadata fallback) */
+	struct reflector *services;  /* the service controller's cache */
+	struct lease *lease;         /* NULL with --leader-elect=false */
+	struct events *events;
+};
+
+static void
+daemon_started_leading(void *arg)
+{
+	struct daemon *d = arg;
+
+	log_info(0, "Started leading: the shared controllers run on this replica",
+	    "node", d->o->node_name, NULL);
+}
+
+static void
+daemon_stopped_leading(void *arg)
+{
+	struct daemon *d = arg;
+
+	log_info(0, "Stopped leading: the shared controllers stop on this replica",
+	    "node", d->o->node_name, NULL);
+}
+
+/* daemon_informers creates and starts the reflectors every replica runs. */
+static int
+daemon_informers(struct daemon *d, struct errbuf *e)
+{
+	struct reflector_config nodes = {
+		.resource = "nodes",
+		.path = KUBE_NODE_PATH,
+		.decode = kube_node_decode_obj,
+		.user_agent = "bootccm/" BOOTCCM_VERSION,
+		.resync_ns = d->o->min_resync_period_ns,
+	};
+	struct reflector_config services = {
+		.resource = "services",
+		.path = KUBE_SERVICE_PATH,
+		.namespaced = 1,
+		.decode = kube_service_decode_obj,
+		.user_agent = "bootccm/" BOOTCCM_VERSION,
+		.resync_ns = d->o->min_resync_period_ns,
+	};
+	int r;
+
+	if ((r = reflector_new(&d->kc, &nodes, &d->nodes, e)) < 0 ||
+	    (r = reflector_new(&d->kc, &services, &d->services, e)) < 0 ||
+	    (r = reflector_start(d->nodes, e)) < 0 ||
+	    (r = reflector_start(d->services, e)) < 0)
+		return r;
+	return 0;
+}
+
 int
 daemon_run(const struct options *o)
 {
-	struct kubeconfig kc;
+	struct daemon d = { .o = o };
 	struct kube_client c;
 	struct errbuf e = { "" };
 	char version[128], user[256], groups[1024];
-	int r, healthy = 1;
+	int r, rc = 0;
 
-	if ((r = daemon_client(o, &kc, &c, &e)) < 0) {
+	if ((r = daemon_client(o, &d.kc, &c, &e)) < 0) {
 		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
 		return 1;
 	}
-	if (kc.insecure_skip_tls_verify)
+	if (d.kc.insecure_skip_tls_verify)
 		log_warn("TLS verification of the API server is off: the kubeconfig sets "
-		    "insecure-skip-tls-verify", "kubeconfig", kc.source, NULL);
+		    "insecure-skip-tls-verify", "kubeconfig", d.kc.source, NULL);
 	log_info(0, "Starting bootccm", "version", BOOTCCM_VERSION, "commit", BOOTCCM_COMMIT,
-	    "kubeconfig", kc.source, "server", kc.server, "node", o->node_name,
+	    "kubeconfig", d.kc.source, "server", d.kc.server, "node", o->node_name,
 	    "cloudProvider", o->cloud_provider ? o->cloud_provider : "", NULL);
+	kube_ratelimit_init(o->kube_api_qps, o->kube_api_burst);
 
 	if (daemon_wait_apiserver(&c, version, sizeof(version)) < 0)
 		goto stop;
-	log_info(0, "API server answered", "server", kc.server, "version", version, NULL);
+	log_info(0, "API server answered", "server", d.kc.server, "version", version, NULL);
 	if (daemon_whoami(&c, user, sizeof(user), groups, sizeof(groups), &e) == 0)
 		log_info(0, "Authenticated", "user", user, "groups", groups, NULL);
 	else
 		log_warn("Cannot tell who the API server thinks we are", "err", e.msg, NULL);
-	log_info(0, "No controllers are built into this version yet; watching the API "
-	    "server's health until stopped", NULL);
 
-	while (!daemon_sleep_ms(HEALTH_PERIOD_MS)) {
-		r = daemon_server_version(&c, version, sizeof(version), &e);
-		if (r < 0 && healthy)
-			log_warn("Lost the API server", "server", kc.server, "err", e.msg, NULL);
-		else if (r == 0 && !healthy)
-			log_info(0, "API server answering again", "server", kc.server, NULL);
-		healthy = r == 0;
+	struct events_config ec = { .host = o->node_name };
+	if (events_new(&d.kc, &ec, &d.events, &e) < 0 || events_start(d.events, &e) < 0 ||
+	    daemon_informers(&d, &e) < 0) {
+		log_error("Cannot start", "err", e.msg, NULL);
+		rc = 1;
+		goto stop;
 	}
+	if (o->leader_elect) {
+		struct lease_config lc;
+		lease_config_from_options(o, &lc);
+		lc.on_started_leading = daemon_started_leading;
+		lc.on_stopped_leading = daemon_stopped_leading;
+		lc.arg = &d;
+		if (lease_new(&d.kc, &lc, &d.lease, &e) < 0 || lease_start(d.lease, &e) < 0) {
+			log_error("Cannot start leader election", "err", e.msg, NULL);
+			rc = 1;
+			goto stop;
+		}
+	} else {
+		daemon_started_leading(&d);
+	}
+	while (!daemon_sleep_ms(1000))
+		;
 stop:
 	log_info(0, "Stopping on signal", NULL);
+	/* the Lease first: a successor takes over at once, and the shared
+	 * controllers stop before anything else goes away */
+	if (d.lease) {
+		lease_stop(d.lease);
+		lease_free(d.lease);
+	} else if (!rc && d.nodes) {
+		daemon_stopped_leading(&d);
+	}
+	reflector_free(d.nodes);
+	reflector_free(d.services);
+	if (d.events)
+		events_stop(d.events, 2 * NS_PER_S);
+	events_free(d.events);
 	kube_client_cleanup(&c);
-	kubeconfig_free(&kc);
-	return 0;
+	kubeconfig_free(&d.kc);
+	return rc;
 }
-

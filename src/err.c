@@ -29,6 +29,7 @@ err_str(int code)
 	case ERR_IMPLEMENTED_ELSEWHERE: return "implemented elsewhere";
 	case ERR_UNSUPPORTED: return "unsupported";
 	case ERR_INTERNAL: return "internal error";
+	case ERR_CANCELED: return "canceled";
 	default: return "unknown error";
 	}
 }

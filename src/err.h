@@ -30,6 +30,7 @@ enum {
 	ERR_IMPLEMENTED_ELSEWHERE = -17, /* cloud-provider sentinel: ImplementedElsewhere */
 	ERR_UNSUPPORTED = -18,        /* valid but unsupported input (exec plugins, ...) */
 	ERR_INTERNAL = -19,           /* broken internal invariant */
+	ERR_CANCELED = -20,           /* the caller asked the operation to stop */
 };
 
 #define ERRBUF_MAX 512 /* bytes, including the NUL */

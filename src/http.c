@@ -13,6 +13,7 @@
 struct http_client {
 	CURL *h;
 	char curl_err[CURL_ERROR_SIZE];
+	int aborted;           /* set by http_client_abort from any thread */
 };
 
 /* The state of one transfer, shared with curl's callbacks. */
@@ -66,6 +67,23 @@ http_client_free(struct http_client *c)
 		return;
 	curl_easy_cleanup(c->h);
 	free(c);
+}
+
+void
+http_client_abort(struct http_client *c)
+{
+	__atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
+}
+
+/* curl calls this at least once a second, even while a watch sits idle */
+static int
+http_progress_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+    curl_off_t ulnow)
+{
+	struct http_client *c = arg;
+
+	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
+	return __atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE);
 }
 
 void
@@ -324,6 +342,8 @@ http_do(struct http_client *c, const struct http_request *req,
 	int r = 0;
 
 	x.cap = req->max_body ? req->max_body : HTTP_BODY_MAX;
+	if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
+		return errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
 	curl_easy_reset(h);
 	c->curl_err[0] = '\0';
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_err);
@@ -345,6 +365,9 @@ http_do(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &x);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, http_header_cb);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, &x);
+	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, http_progress_cb);
+	curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
+	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 
 	/* verification is on unless the user's configuration says otherwise */
 	curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
@@ -400,7 +423,9 @@ http_do(struct http_client *c, const struct http_request *req,
 
 	rc = curl_easy_perform(h);
 	if (rc != CURLE_OK) {
-		if (x.too_large)
+		if (rc == CURLE_ABORTED_BY_CALLBACK)
+			r = errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
+		else if (x.too_large)
 			r = errbuf_set(e, ERR_TOO_LARGE, "%s %s: answer larger than %zu bytes",
 			    method, req->url, x.cap);
 		else if (x.cb_err)

@@ -70,6 +70,11 @@ struct http_client;
 struct http_client *http_client_new(void);
 void http_client_free(struct http_client *c);
 
+/* http_client_abort makes c's transfer in progress (a watch) end within about
+ * a second, and every later request on c fail at once, with ERR_CANCELED.
+ * Callable from any thread; used to stop a thread blocked in a request. */
+void http_client_abort(struct http_client *c);
+
 /* http_do performs one request. On 0, *ret holds the answer (free it with
  * http_response_free); on failure *ret is untouched. */
 int http_do(struct http_client *c, const struct http_request *req,

@@ -896,6 +896,9 @@ reflector_stop(struct reflector *r)
 	__atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&r->cond);
 	pthread_mutex_unlock(&r->lock);
+	/* a watch can sit idle for a minute between events: cut it short */
+	if (r->client.http)
+		http_client_abort(r->client.http);
 	if (r->started) {
 		pthread_join(r->thread, NULL);
 		r->started = 0;

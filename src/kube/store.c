@@ -328,7 +328,8 @@ store_replace(struct store *s, const struct store_obj **objs, size_t n,
 	size_t nold = 0, i = 0;
 	int r = 0;
 
-	qsort(objs, n, sizeof(*objs), store_cmp_obj);
+	if (n > 0) /* an empty list may come as NULL, which qsort must not get */
+		qsort(objs, n, sizeof(*objs), store_cmp_obj);
 	if (complete) {
 		if ((r = store_list(s, &old, &nold)) < 0)
 			goto out;
