@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,7 +45,8 @@ struct reflector {
 	int started;                   /* owner side only */
 	pthread_mutex_t lock;          /* stopping, synced (for waiters), rv */
 	pthread_cond_t cond;
-	int stopping;                  /* atomic reads outside the lock */
+	volatile sig_atomic_t stopping; /* atomic reads outside the lock; also
+	                                  the client's stop flag (its retries) */
 	int synced;                    /* atomic */
 	char rv[KUBE_WATCH_RV_MAX];    /* written by the thread under lock */
 
@@ -847,6 +849,7 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 		goto nomem;
 	if (kube_client_init(&r->client, kc, r->cfg.user_agent) < 0)
 		goto nomem;
+	kube_client_set_stop(&r->client, &r->stopping);
 	metric_set(reflector_m_synced, 0, r->cfg.resource);
 	free(ls);
 	free(fs);

@@ -91,10 +91,10 @@ int reflector_add_handlers(struct reflector *r, const struct reflector_handlers 
  * (the thread could not be created). */
 int reflector_start(struct reflector *r, struct errbuf *e);
 
-/* reflector_stop asks the thread to end and waits for it. No handler runs
- * after it returns. It is immediate while the thread lists, backs off or
- * delivers; a watch in progress ends at its next event or bookmark (the
- * server sends bookmarks about once a minute). Idempotent. */
+/* reflector_stop asks the thread to end and waits for it: the request in
+ * progress is aborted (a watch sitting idle within about a second) and the
+ * client's retries and the backoff sleeps are abandoned. No handler runs
+ * after it returns. Idempotent; a stopped reflector does not start again. */
 void reflector_stop(struct reflector *r);
 
 /* reflector_free stops the reflector if needed and frees it with its store.
