@@ -41,7 +41,7 @@ STATIC_OBJS := $(patsubst %.c,$(BUILD)/static/%.o,$(CORE) src/main.c $(TLS_STATI
 # --- glibc builds against Debian's -dev packages -----------------------------
 DEV_CC := gcc
 DEV_CFLAGS := -std=gnu11 -g -O1 -fno-omit-frame-pointer $(WARN) $(CPPFLAGS_ALL) -Itests/unit
-SYS_LIBS := -lcurl -ljson-c -lyaml -lpthread -lm
+SYS_LIBS := -lcurl -lwolfssl -ljson-c -lyaml -lpthread -lm
 ASAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 TSAN := -fsanitize=thread
 DEV_OBJS := $(patsubst %.c,$(BUILD)/dev/%.o,$(CORE) $(TLS_DEV))

@@ -203,13 +203,16 @@ fetch() { # fetch SOURCE: download into $DL, unpack into $WORK/src/SOURCE
 	run "$log" "dpkg-source -x $dsc" dpkg-source -x "$dsc" "$WORK/src/$s"
 }
 
+# --enable-certgen and WOLFSSL_ALT_NAMES: the serving endpoint (src/serve.c)
+# generates its self-signed certificate, with SANs, in memory at start.
 build_wolfssl() {
 	s=wolfssl log="$LOGS/$s.log" v=$(version_of $s)
 	cd "$WORK/src/$s"
 	say "$s $v: configure"
 	[ -x configure ] || run "$log" "$s: autogen.sh" ./autogen.sh
 	run "$log" "$s: configure" ./configure \
-		CC=musl-gcc CFLAGS="$OPT_CFLAGS" CPPFLAGS="-DWOLFSSL_GETRANDOM" \
+		CC=musl-gcc CFLAGS="$OPT_CFLAGS" \
+		CPPFLAGS="-DWOLFSSL_GETRANDOM -DWOLFSSL_ALT_NAMES" \
 		--prefix="$STAGE" \
 		--enable-static --disable-shared \
 		--disable-dependency-tracking --enable-jobserver=no \
@@ -218,6 +221,7 @@ build_wolfssl() {
 		--enable-sni --enable-alpn \
 		--enable-opensslextra \
 		--enable-ip-alt-name \
+		--enable-certgen \
 		--enable-curve25519 \
 		--disable-sys-ca-certs \
 		--disable-examples --disable-crypttests --disable-benchmark

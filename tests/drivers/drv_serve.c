@@ -1,0 +1,149 @@
+/* drv_serve.c - runs the serving endpoint for tests/e2e/test_serve.py with
+ * bootccm's own flags, a health check and a readiness check, and reports on
+ * stdout as JSON lines: {"event":"serving","port":N} (port 0 when
+ * --secure-port=0), {"event":"error","err":"..."} when serve_start fails, and
+ * {"event":"stopped"} after SIGTERM, SIGINT or end of stdin. Logs go to
+ * stderr.
+ *
+ * Usage: drv_serve KUBECONFIG [driver options] [bootccm flags...]
+ *   --ready-after=SECONDS   the readiness check "informer-sync" fails until
+ *                           this long after start (default 0: passes)
+ *   --unhealthy             the health check "leaderElection" fails
+ *
+ * SIGPIPE keeps its default action on purpose (bootccm's main ignores it):
+ * a write to a client that went away must not raise it in the first place. */
+#include <errno.h>
+#include <json-c/json.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "err.h"
+#include "http.h"
+#include "kubeconfig.h"
+#include "log.h"
+#include "options.h"
+#include "serve.h"
+
+static volatile sig_atomic_t drv_stop;
+static double drv_ready_at;
+static int drv_unhealthy;
+
+static double
+drv_now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void
+drv_on_signal(int sig)
+{
+	(void)sig;
+	drv_stop = 1;
+}
+
+static int
+drv_informer_sync(void *arg, struct errbuf *e)
+{
+	(void)arg;
+	if (drv_now_s() < drv_ready_at)
+		return errbuf_set(e, ERR_TRANSIENT, "caches not synced yet");
+	return 0;
+}
+
+static int
+drv_leader_election(void *arg, struct errbuf *e)
+{
+	(void)arg;
+	if (drv_unhealthy)
+		return errbuf_set(e, ERR_TRANSIENT, "the lease was not renewed in time");
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct kubeconfig kc;
+	struct options o;
+	struct errbuf e = { "" };
+	struct sigaction sa;
+	double ready_after = 0;
+	char buf[64];
+	int first = 2, r;
+
+	if (argc < 2) {
+		fprintf(stderr, "usage: drv_serve KUBECONFIG [--ready-after=S] [--unhealthy] "
+		    "[bootccm flags]\n");
+		return 2;
+	}
+	for (; first < argc; first++) {
+		if (strncmp(argv[first], "--ready-after=", 14) == 0) {
+			char *end;
+			ready_after = strtod(argv[first] + 14, &end);
+			if (*end != '\0' || end == argv[first] + 14 || ready_after < 0) {
+				fprintf(stderr, "drv_serve: bad %s\n", argv[first]);
+				return 2;
+			}
+		} else if (strcmp(argv[first], "--unhealthy") == 0) {
+			drv_unhealthy = 1;
+		} else {
+			break;
+		}
+	}
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = drv_on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+
+	if ((r = options_parse(&o, argc, argv, first, &e)) != 0) {
+		fprintf(stderr, "drv_serve: %s\n", e.msg);
+		return 2;
+	}
+	log_init(o.verbosity, LOG_TEXT, 2);
+	if (http_global_init(&e) < 0 || kubeconfig_load(argv[1], NULL, &kc, &e) < 0) {
+		fprintf(stderr, "drv_serve: %s\n", e.msg);
+		options_free(&o);
+		return 1;
+	}
+	log_add_secret(kc.token);
+	log_add_secret(kc.client_key_pem);
+	drv_ready_at = drv_now_s() + ready_after;
+	if (serve_add_healthz("leaderElection", drv_leader_election, NULL) < 0 ||
+	    serve_add_readyz("informer-sync", drv_informer_sync, NULL) < 0) {
+		fprintf(stderr, "drv_serve: cannot register the checks\n");
+		return 1;
+	}
+	if ((r = serve_start(&o, &kc, &e)) < 0) {
+		json_object *err = json_object_new_object();
+		json_object_object_add(err, "event", json_object_new_string("error"));
+		json_object_object_add(err, "code", json_object_new_string(err_str(r)));
+		json_object_object_add(err, "err", json_object_new_string(e.msg));
+		printf("%s\n", json_object_to_json_string_ext(err, JSON_C_TO_STRING_PLAIN));
+		json_object_put(err);
+		kubeconfig_free(&kc);
+		options_free(&o);
+		return 1;
+	}
+	printf("{\"event\":\"serving\",\"port\":%d}\n", serve_port());
+	fflush(stdout);
+	/* until a signal or the end of stdin */
+	while (!drv_stop) {
+		ssize_t n = read(0, buf, sizeof(buf));
+		if (n == 0 || (n < 0 && errno != EINTR))
+			break;
+	}
+	serve_stop();
+	printf("{\"event\":\"stopped\"}\n");
+	fflush(stdout);
+	kubeconfig_free(&kc);
+	options_free(&o);
+	log_clear_secrets();
+	return 0;
+}
