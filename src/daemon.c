@@ -20,6 +20,7 @@
 #include "kube/service.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "serve.h"
 #include "version.h" /* generated: build/gen/version.h */
 
 #define WAIT_BACKOFF_MIN_MS 50     /* first retry while the API server is down */
@@ -148,6 +149,10 @@ daemon_client(const struct options *o, struct kubeconfig *kc, struct kube_client
 		kubeconfig_free(kc);
 		return errbuf_set(e, ERR_NOMEM, "out of memory");
 	}
+	/* the wait for the API server and check-kubeconfig decide about retries
+	 * themselves: one attempt per call, abandoned on SIGTERM */
+	kube_client_set_retries(c, 0, 0, 0);
+	kube_client_set_stop(c, &daemon_stop);
 	return 0;
 }
 
@@ -227,6 +232,33 @@ struct daemon {
 	struct events *events;
 };
 
+/* /readyz: ready once every reflector's first LIST has been delivered. The
+ * pointers are published by the main thread after the serving thread runs. */
+static int
+daemon_ready_informers(void *arg, struct errbuf *e)
+{
+	struct daemon *d = arg;
+	struct reflector *n = __atomic_load_n(&d->nodes, __ATOMIC_ACQUIRE);
+	struct reflector *s = __atomic_load_n(&d->services, __ATOMIC_ACQUIRE);
+
+	if (n == NULL || s == NULL)
+		return errbuf_set(e, ERR_TRANSIENT, "the API server has not answered yet");
+	if (!reflector_has_synced(n) || !reflector_has_synced(s))
+		return errbuf_set(e, ERR_TRANSIENT, "caches are not synced yet");
+	return 0;
+}
+
+/* /healthz: the leader-election check (client-go's rule: unhealthy only when
+ * leading without renewals for too long). */
+static int
+daemon_health_lease(void *arg, struct errbuf *e)
+{
+	struct daemon *d = arg;
+	struct lease *l = __atomic_load_n(&d->lease, __ATOMIC_ACQUIRE);
+
+	return l ? lease_healthz(l, e) : 0;
+}
+
 static void
 daemon_started_leading(void *arg)
 {
@@ -266,11 +298,18 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 	};
 	int r;
 
-	if ((r = reflector_new(&d->kc, &nodes, &d->nodes, e)) < 0 ||
-	    (r = reflector_new(&d->kc, &services, &d->services, e)) < 0 ||
-	    (r = reflector_start(d->nodes, e)) < 0 ||
-	    (r = reflector_start(d->services, e)) < 0)
+	struct reflector *rn = NULL, *rs = NULL;
+
+	if ((r = reflector_new(&d->kc, &nodes, &rn, e)) < 0 ||
+	    (r = reflector_new(&d->kc, &services, &rs, e)) < 0 ||
+	    (r = reflector_start(rn, e)) < 0 ||
+	    (r = reflector_start(rs, e)) < 0) {
+		reflector_free(rn);
+		reflector_free(rs);
 		return r;
+	}
+	__atomic_store_n(&d->nodes, rn, __ATOMIC_RELEASE);
+	__atomic_store_n(&d->services, rs, __ATOMIC_RELEASE);
 	return 0;
 }
 
@@ -295,6 +334,17 @@ daemon_run(const struct options *o)
 	    "cloudProvider", o->cloud_provider ? o->cloud_provider : "", NULL);
 	kube_ratelimit_init(o->kube_api_qps, o->kube_api_burst);
 
+	/* probes answer from the start: alive while waiting, not ready */
+	if (serve_add_readyz("informer-sync", daemon_ready_informers, &d) < 0 ||
+	    serve_add_healthz("leaderElection", daemon_health_lease, &d) < 0 ||
+	    serve_start(o, &d.kc, &e) < 0) {
+		log_error("Cannot serve", "err", e.msg, NULL);
+		serve_stop();
+		kube_client_cleanup(&c);
+		kubeconfig_free(&d.kc);
+		return 1;
+	}
+
 	if (daemon_wait_apiserver(&c, version, sizeof(version)) < 0)
 		goto stop;
 	log_info(0, "API server answered", "server", d.kc.server, "version", version, NULL);
@@ -316,11 +366,14 @@ daemon_run(const struct options *o)
 		lc.on_started_leading = daemon_started_leading;
 		lc.on_stopped_leading = daemon_stopped_leading;
 		lc.arg = &d;
-		if (lease_new(&d.kc, &lc, &d.lease, &e) < 0 || lease_start(d.lease, &e) < 0) {
+		struct lease *l = NULL;
+		if (lease_new(&d.kc, &lc, &l, &e) < 0 || lease_start(l, &e) < 0) {
+			lease_free(l);
 			log_error("Cannot start leader election", "err", e.msg, NULL);
 			rc = 1;
 			goto stop;
 		}
+		__atomic_store_n(&d.lease, l, __ATOMIC_RELEASE);
 	} else {
 		daemon_started_leading(&d);
 	}
@@ -332,10 +385,12 @@ stop:
 	 * controllers stop before anything else goes away */
 	if (d.lease) {
 		lease_stop(d.lease);
-		lease_free(d.lease);
 	} else if (!rc && d.nodes) {
 		daemon_stopped_leading(&d);
 	}
+	/* the serving thread reads the reflectors and the lease: it goes first */
+	serve_stop();
+	lease_free(d.lease);
 	reflector_free(d.nodes);
 	reflector_free(d.services);
 	if (d.events)
