@@ -440,10 +440,12 @@ def test_qps_and_burst_hold_across_threads(api, kc):
     # n requests take (n - burst) / qps seconds at least
     assert ops["burst"]["seconds"] >= (n - burst) / qps - 0.05
     assert times[-1] - times[0] >= (n - burst) / qps - 0.15
-    # no window holds more than burst + qps * its length (+1 for scheduling)
+    # no window holds more than burst + qps * its length, give or take the
+    # arrival jitter of two requests on a loaded machine (without a limit the
+    # excess would be about n - burst = 20)
     worst = 0
     for i in range(n):
         for j in range(i, n):
             excess = (j - i + 1) - (burst + qps * (times[j] - times[i]))
             worst = max(worst, excess)
-    assert worst <= 1.0, worst
+    assert worst <= 2.0, worst
