@@ -114,10 +114,14 @@ dev: $(BUILD)/dev/bootccm $(UNIT_BINS) $(DRIVER_BINS)
 tsan: $(BUILD)/tsan/bootccm $(TSAN_UNIT_BINS) $(TSAN_DRIVER_BINS)
 
 # --- fuzzing (clang libFuzzer) ------------------------------------------------
-FUZZ_CFLAGS := -std=gnu11 -g -O1 $(CPPFLAGS_ALL) -fsanitize=fuzzer,address,undefined
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(CORE) $(TLS_DEV) | $(BUILD)/gen/version.h
+FUZZ_CFLAGS := -std=gnu11 -g -O1 $(CPPFLAGS_ALL) -fsanitize=fuzzer-no-link,address,undefined
+FUZZ_OBJS := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(CORE) $(TLS_DEV))
+$(BUILD)/fuzz/obj/%.o: %.c | $(BUILD)/gen/version.h
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -o $@ $< $(CORE) $(TLS_DEV) $(SYS_LIBS)
+	clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJS)
+	@mkdir -p $(@D)
+	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(SYS_LIBS)
 fuzz: $(FUZZ_BINS)
 
 # --- tests ----------------------------------------------------------------------

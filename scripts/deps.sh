@@ -228,6 +228,14 @@ build_wolfssl() {
 	say "$s $v: make"
 	run "$log" "$s: make" make -j"$JOBS"
 	run "$log" "$s: make install" make install
+	# configure compiles the library with -DHAVE___UINT128_T=1 but keeps it
+	# out of options.h on purpose; the math structs (ecc_key, mp_int) change
+	# size with it, so programs reading options.h would see other layouts
+	# than the library's (ecc_key: 4200 bytes instead of 4232).
+	if grep -q '^ac_cv_type___uint128_t=yes' config.log; then
+		printf '\n/* wolfSSL builds the library with this define (configure.ac keeps it out of this file); struct layouts depend on it */\n#ifndef HAVE___UINT128_T\n#define HAVE___UINT128_T 1\n#endif\n' \
+			>> "$STAGE/include/wolfssl/options.h"
+	fi
 }
 
 build_curl() {
@@ -421,10 +429,13 @@ usage() {
 case $1 in
 ensure)
 	[ $# -eq 2 ] || usage
+	# made absolute now: building changes the working directory
+	mkdir -p "$2" || die "cannot create $2"
+	build_dir=$(cd "$2" && pwd) || die "cannot resolve $2"
 	ensure_tools
 	compute_key
 	[ -e "$PREFIX/.complete" ] || build_all
-	link_build_dir "$2"
+	link_build_dir "$build_dir"
 	;;
 versions)
 	[ $# -eq 1 ] || usage

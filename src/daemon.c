@@ -149,9 +149,6 @@ daemon_client(const struct options *o, struct kubeconfig *kc, struct kube_client
 		kubeconfig_free(kc);
 		return errbuf_set(e, ERR_NOMEM, "out of memory");
 	}
-	/* the wait for the API server and check-kubeconfig decide about retries
-	 * themselves: one attempt per call, abandoned on SIGTERM */
-	kube_client_set_retries(c, 0, 0, 0);
 	kube_client_set_stop(c, &daemon_stop);
 	return 0;
 }
@@ -326,6 +323,9 @@ daemon_run(const struct options *o)
 		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
 		return 1;
 	}
+	/* the wait for the API server is a retry loop of its own: one attempt per
+	 * call, so a server that comes up is seen at the next poll */
+	kube_client_set_retries(&c, 0, 0, 0);
 	if (d.kc.insecure_skip_tls_verify)
 		log_warn("TLS verification of the API server is off: the kubeconfig sets "
 		    "insecure-skip-tls-verify", "kubeconfig", d.kc.source, NULL);
