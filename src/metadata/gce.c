@@ -176,14 +176,6 @@ int
 md_gce_fetch(const struct md_config *cfg, struct md_instance *in, struct errbuf *e)
 {
 	static const char *const hdrs[] = { "Metadata-Flavor: Google", NULL };
-	struct md_session s;
-	struct md_getter g = { md_session_get, &s };
-	int r;
 
-	if ((r = md_session_open(&s, cfg, cfg->endpoint ? cfg->endpoint : MD_ENDPOINT_DEFAULT,
-	    hdrs, e)) < 0)
-		return r;
-	r = md_gce_build(&g, in, e);
-	md_session_close(&s);
-	return r;
+	return md_session_fetch(cfg, hdrs, md_gce_build, in, e);
 }

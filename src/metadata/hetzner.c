@@ -203,14 +203,5 @@ out:
 int
 md_hetzner_fetch(const struct md_config *cfg, struct md_instance *in, struct errbuf *e)
 {
-	struct md_session s;
-	struct md_getter g = { md_session_get, &s };
-	int r;
-
-	if ((r = md_session_open(&s, cfg, cfg->endpoint ? cfg->endpoint : MD_ENDPOINT_DEFAULT,
-	    NULL, e)) < 0)
-		return r;
-	r = md_hetzner_build(&g, in, e);
-	md_session_close(&s);
-	return r;
+	return md_session_fetch(cfg, NULL, md_hetzner_build, in, e);
 }

@@ -344,3 +344,19 @@ md_session_get(void *arg, const char *path, int optional, struct md_answer *ret,
 	*ret = a;
 	return 0;
 }
+
+int
+md_session_fetch(const struct md_config *cfg, const char *const *headers,
+    md_build_fn build, struct md_instance *in, struct errbuf *e)
+{
+	struct md_session s;
+	struct md_getter g = { md_session_get, &s };
+	int r;
+
+	if ((r = md_session_open(&s, cfg, cfg->endpoint ? cfg->endpoint : MD_ENDPOINT_DEFAULT,
+	    headers, e)) < 0)
+		return r;
+	r = build(&g, in, e);
+	md_session_close(&s);
+	return r;
+}

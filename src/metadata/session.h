@@ -51,6 +51,16 @@ int md_session_open(struct md_session *s, const struct md_config *cfg,
     const char *base, const char *const *headers, struct errbuf *e);
 void md_session_close(struct md_session *s);
 
+/* md_build_fn builds an instance from a dialect's answers (md_gce_build...). */
+typedef int (*md_build_fn)(const struct md_getter *g, struct md_instance *in,
+    struct errbuf *e);
+
+/* md_session_fetch opens a session on cfg's endpoint (or the default one)
+ * sending headers, runs build over it and closes it: the whole fetch of the
+ * dialects that need no more than that. */
+int md_session_fetch(const struct md_config *cfg, const char *const *headers,
+    md_build_fn build, struct md_instance *in, struct errbuf *e);
+
 /* md_session_request sends method path (with extra headers, NULL-terminated
  * or NULL) and returns 0 with the final answer whatever its status (the
  * caller maps it), or an error when no answer arrived after the retries. */
