@@ -1,0 +1,394 @@
+/* metadata.c - the `metadata` provider: instance metadata for the local node,
+ * what the kubelet reported at registration for the others. */
+#include <arpa/inet.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cloud.h"
+#include "cloudconfig.h"
+#include "err.h"
+#include "metadata.h"
+#include "metadata/metadata.h"
+
+/* The state: the merged metadata-layer config and the strings it borrows. */
+struct metadata_state {
+	char *node_name;
+	char *cloud, *endpoint, *dmi_dir, *config_drive;
+	struct md_config md;
+	metadata_fetch_fn fetch;
+};
+
+/* The cloud-config file's keys. */
+struct metadata_file {
+	char *cloud, *endpoint, *dmi_dir, *config_drive;
+};
+
+static const struct cloudconfig_key metadata_section_schema[] = {
+	{ .key = "cloud", .type = CLOUDCONFIG_STRING,
+	  .offset = offsetof(struct metadata_file, cloud) },
+	{ .key = "endpoint", .type = CLOUDCONFIG_STRING,
+	  .offset = offsetof(struct metadata_file, endpoint) },
+	{ .key = "dmiDir", .type = CLOUDCONFIG_STRING,
+	  .offset = offsetof(struct metadata_file, dmi_dir) },
+	{ .key = "configDrive", .type = CLOUDCONFIG_STRING,
+	  .offset = offsetof(struct metadata_file, config_drive) },
+	{ .key = NULL },
+};
+
+static const struct cloudconfig_key metadata_schema[] = {
+	{ .key = "metadata", .type = CLOUDCONFIG_SECTION, .section = metadata_section_schema },
+	{ .key = NULL },
+};
+
+/* metadata_flag_set tells whether a --metadata-* flag was given: the
+ * daemon's option parser fills in the flag's default, which must not
+ * override the file. */
+static int
+metadata_flag_set(const char *v, const char *def)
+{
+	return v != NULL && *v != '\0' && (def == NULL || strcmp(v, def) != 0);
+}
+
+static int
+metadata_pick(const char *flag, const char *def, const char *file, char **ret,
+    struct errbuf *e)
+{
+	const char *v = metadata_flag_set(flag, def) ? flag : file;
+
+	if (v == NULL)
+		return 0;
+	if ((*ret = strdup(v)) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "metadata provider: out of memory");
+	return 0;
+}
+
+static void
+metadata_free(void *state)
+{
+	struct metadata_state *st = state;
+
+	if (st == NULL)
+		return;
+	free(st->node_name);
+	free(st->cloud);
+	free(st->endpoint);
+	free(st->dmi_dir);
+	free(st->config_drive);
+	free(st);
+}
+
+static int
+metadata_init(const struct cloud_config *cfg, void **ret_state, struct errbuf *e)
+{
+	struct metadata_file file;
+	struct metadata_state *st;
+	int r;
+
+	if (cfg->node_name == NULL || *cfg->node_name == '\0')
+		return errbuf_set(e, ERR_INVALID, "metadata provider: --node-name is empty");
+	memset(&file, 0, sizeof(file));
+	if ((r = cloudconfig_load(cfg->config_path, metadata_schema, &file, sizeof(file),
+	    e)) < 0)
+		return r;
+	if ((st = calloc(1, sizeof(*st))) == NULL) {
+		r = errbuf_set(e, ERR_NOMEM, "metadata provider: out of memory");
+		goto out;
+	}
+	if ((st->node_name = strdup(cfg->node_name)) == NULL) {
+		r = errbuf_set(e, ERR_NOMEM, "metadata provider: out of memory");
+		goto out;
+	}
+	if ((r = metadata_pick(cfg->md_cloud, "auto", file.cloud, &st->cloud, e)) < 0 ||
+	    (r = metadata_pick(cfg->md_endpoint, NULL, file.endpoint, &st->endpoint, e)) < 0 ||
+	    (r = metadata_pick(cfg->md_dmi_dir, MD_DMI_DIR_DEFAULT, file.dmi_dir,
+	    &st->dmi_dir, e)) < 0 ||
+	    (r = metadata_pick(cfg->md_config_drive, NULL, file.config_drive,
+	    &st->config_drive, e)) < 0)
+		goto out;
+	md_config_init(&st->md);
+	if ((r = md_config_set(&st->md, st->cloud, st->endpoint, st->dmi_dir,
+	    st->config_drive, e)) < 0) {
+		errbuf_prefix(e, r, "metadata provider (flags or %s metadata:)",
+		    cfg->config_path && *cfg->config_path ? cfg->config_path : "cloud-config");
+		goto out;
+	}
+	st->md.stop = cfg->stop;
+	st->fetch = md_fetch;
+	*ret_state = st;
+	st = NULL;
+	r = 0;
+out:
+	metadata_free(st);
+	cloudconfig_free(metadata_schema, &file);
+	return r;
+}
+
+void
+metadata_set_fetch(void *state, metadata_fetch_fn fetch)
+{
+	((struct metadata_state *)state)->fetch = fetch;
+}
+
+const struct md_config *
+metadata_md_config(const void *state)
+{
+	return &((const struct metadata_state *)state)->md;
+}
+
+static const char *
+metadata_kv(const struct cloud_kv *kv, size_t n, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (kv[i].key != NULL && strcmp(kv[i].key, key) == 0)
+			return kv[i].value;
+	return NULL;
+}
+
+/* metadata_provider_id_valid checks "<scheme>://<rest>": a scheme as the
+ * official CCMs use (aws, gce, azure, openstack, digitalocean, hcloud...),
+ * then printable characters without spaces and not only slashes. */
+static int
+metadata_provider_id_valid(const char *s)
+{
+	const char *p = s, *rest;
+	int id = 0;
+
+	if (strlen(s) >= CLOUD_ID_MAX || !(*p >= 'a' && *p <= 'z'))
+		return 0;
+	while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+	    *p == '.' || *p == '+')
+		p++;
+	if (strncmp(p, "://", 3) != 0)
+		return 0;
+	for (rest = p + 3; *rest != '\0'; rest++) {
+		if (*rest <= ' ' || *rest >= 0x7f)
+			return 0;
+		if (*rest != '/')
+			id = 1;
+	}
+	return id;
+}
+
+/* metadata_label_value_valid checks a label value: at most 63 characters,
+ * alphanumerics at both ends, '-', '_' and '.' between. Empty is valid. */
+static int
+metadata_label_value_valid(const char *s)
+{
+	size_t i, n = strlen(s);
+
+#define METADATA_ALNUM(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || \
+	((c) >= '0' && (c) <= '9'))
+	if (n == 0)
+		return 1;
+	if (n > 63 || !METADATA_ALNUM(s[0]) || !METADATA_ALNUM(s[n - 1]))
+		return 0;
+	for (i = 0; i < n; i++)
+		if (!METADATA_ALNUM(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+			return 0;
+#undef METADATA_ALNUM
+	return 1;
+}
+
+/* metadata_ip parses one IP into canonical text; *ret_family is AF_INET/6. */
+static int
+metadata_ip(const char *s, size_t len, char *ret, size_t ret_len, int *ret_family)
+{
+	char tmp[INET6_ADDRSTRLEN + 1];
+	unsigned char bin[16];
+
+	if (len == 0 || len >= sizeof(tmp))
+		return ERR_INVALID;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	if (inet_pton(AF_INET, tmp, bin) == 1) {
+		*ret_family = AF_INET;
+	} else if (strchr(tmp, '%') == NULL && inet_pton(AF_INET6, tmp, bin) == 1) {
+		*ret_family = AF_INET6;
+	} else {
+		return ERR_INVALID;
+	}
+	if (inet_ntop(*ret_family, bin, ret, ret_len) == NULL)
+		return ERR_INVALID;
+	return 0;
+}
+
+/* metadata_provided_ips parses the provided-node-ip annotation into
+ * InternalIP addresses: one IP, or an IPv4 and an IPv6 in either order. */
+static int
+metadata_provided_ips(const char *node, const char *v, struct cloud_instance_metadata *m,
+    struct errbuf *e)
+{
+	const char *comma = strchr(v, ',');
+	int fam[2], r;
+
+	r = metadata_ip(v, comma ? (size_t)(comma - v) : strlen(v), m->addresses[0].address,
+	    sizeof(m->addresses[0].address), &fam[0]);
+	if (r == 0 && comma != NULL)
+		r = metadata_ip(comma + 1, strlen(comma + 1), m->addresses[1].address,
+		    sizeof(m->addresses[1].address), &fam[1]);
+	if (r < 0)
+		return errbuf_set(e, ERR_INVALID, "node %s: annotation %s \"%.100s\": want an IP "
+		    "or a dual-stack pair \"IPv4,IPv6\"", node, CLOUD_PROVIDED_NODE_IP, v);
+	if (comma != NULL && fam[0] == fam[1])
+		return errbuf_set(e, ERR_INVALID, "node %s: annotation %s \"%.100s\": a pair "
+		    "must be one IPv4 and one IPv6 address", node, CLOUD_PROVIDED_NODE_IP, v);
+	m->addresses[0].type = MD_ADDR_INTERNAL_IP;
+	m->addresses[1].type = MD_ADDR_INTERNAL_IP;
+	m->n_addresses = comma != NULL ? 2 : 1;
+	return 0;
+}
+
+/* metadata_label copies a reported label after checking its syntax. */
+static int
+metadata_label(const struct cloud_node *node, const char *key, char *ret, size_t ret_len,
+    struct errbuf *e)
+{
+	const char *v = metadata_kv(node->labels, node->n_labels, key);
+
+	if (v == NULL)
+		return 0;
+	if (!metadata_label_value_valid(v) || strlen(v) >= ret_len)
+		return errbuf_set(e, ERR_INVALID, "node %s: label %s \"%.100s\" is not a valid "
+		    "label value", node->name, key, v);
+	memcpy(ret, v, strlen(v) + 1);
+	return 0;
+}
+
+static int
+metadata_remote(const struct cloud_node *node, struct cloud_instance_metadata *m,
+    struct errbuf *e)
+{
+	const char *ip;
+	int r;
+
+	if (node->provider_id != NULL && *node->provider_id != '\0') {
+		if (!metadata_provider_id_valid(node->provider_id))
+			return errbuf_set(e, ERR_INVALID, "node %s: spec.providerID \"%.200s\" is "
+			    "not \"<cloud>://<id>\"", node->name, node->provider_id);
+		memcpy(m->provider_id, node->provider_id, strlen(node->provider_id) + 1);
+	}
+	if ((r = metadata_label(node, CLOUD_LABEL_ZONE, m->zone, sizeof(m->zone), e)) < 0 ||
+	    (r = metadata_label(node, CLOUD_LABEL_REGION, m->region, sizeof(m->region),
+	    e)) < 0 ||
+	    (r = metadata_label(node, CLOUD_LABEL_INSTANCE_TYPE, m->instance_type,
+	    sizeof(m->instance_type), e)) < 0)
+		return r;
+	ip = metadata_kv(node->annotations, node->n_annotations, CLOUD_PROVIDED_NODE_IP);
+	if (ip != NULL && *ip != '\0' && (r = metadata_provided_ips(node->name, ip, m, e)) < 0)
+		return r;
+	if (m->provider_id[0] == '\0' && m->zone[0] == '\0' && m->region[0] == '\0' &&
+	    m->instance_type[0] == '\0' && m->n_addresses == 0)
+		return errbuf_set(e, ERR_PERMANENT, "node %s: its kubelet reported nothing the "
+		    "metadata provider can use (no spec.providerID, no %s, %s or %s label, no "
+		    "%s annotation); start it with --provider-id, --node-ip and --node-labels "
+		    "as `bootccm metadata` prints them", node->name, CLOUD_LABEL_ZONE,
+		    CLOUD_LABEL_REGION, CLOUD_LABEL_INSTANCE_TYPE, CLOUD_PROVIDED_NODE_IP);
+	return 0;
+}
+
+static int
+metadata_local(struct metadata_state *st, const struct cloud_node *node,
+    struct cloud_instance_metadata *m, struct errbuf *e)
+{
+	struct md_instance *in;
+	size_t i;
+	int r;
+
+	/* struct md_instance is several kilobytes: keep it off worker stacks */
+	if ((in = calloc(1, sizeof(*in))) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "node %s: out of memory", node->name);
+	if ((r = st->fetch(&st->md, in, e)) < 0) {
+		/* the metadata layer's ERR_NOT_FOUND means "no metadata service",
+		 * not "no such instance": it must never reach a caller as the
+		 * instance-not-found sentinel */
+		if (r == ERR_NOT_FOUND)
+			r = ERR_PERMANENT;
+		errbuf_prefix(e, r, "node %s (local): instance metadata", node->name);
+		goto out;
+	}
+	if (!metadata_provider_id_valid(in->provider_id) ||
+	    !metadata_label_value_valid(in->zone) || !metadata_label_value_valid(in->region) ||
+	    !metadata_label_value_valid(in->instance_type) || in->n_addresses > CLOUD_ADDRS_MAX) {
+		r = errbuf_set(e, ERR_INVALID, "node %s (local): instance metadata: unusable "
+		    "providerID \"%.200s\", zone, region or instance type", node->name,
+		    in->provider_id);
+		goto out;
+	}
+	memcpy(m->provider_id, in->provider_id, sizeof(m->provider_id));
+	memcpy(m->instance_type, in->instance_type, sizeof(m->instance_type));
+	memcpy(m->zone, in->zone, sizeof(m->zone));
+	memcpy(m->region, in->region, sizeof(m->region));
+	for (i = 0; i < in->n_addresses; i++) {
+		m->addresses[i].type = in->addresses[i].type;
+		memcpy(m->addresses[i].address, in->addresses[i].address,
+		    sizeof(m->addresses[i].address));
+	}
+	m->n_addresses = in->n_addresses;
+	r = 0;
+out:
+	free(in);
+	return r;
+}
+
+static int
+metadata_metadata(void *state, const struct cloud_node *node,
+    struct cloud_instance_metadata *ret, struct errbuf *e)
+{
+	struct metadata_state *st = state;
+	struct cloud_instance_metadata *m;
+	int r;
+
+	if (node == NULL || node->name == NULL || *node->name == '\0')
+		return errbuf_set(e, ERR_INVALID, "metadata provider: a node without a name");
+	if ((m = calloc(1, sizeof(*m))) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "node %s: out of memory", node->name);
+	if (strcmp(node->name, st->node_name) == 0)
+		r = metadata_local(st, node, m, e);
+	else
+		r = metadata_remote(node, m, e);
+	if (r == 0)
+		memcpy(ret, m, sizeof(*ret));
+	free(m);
+	return r;
+}
+
+static int
+metadata_exists(void *state, const struct cloud_node *node, int *ret_exists,
+    struct errbuf *e)
+{
+	(void)state;
+	(void)ret_exists;
+	return errbuf_set(e, ERR_NOT_IMPLEMENTED, "node %s: the metadata provider cannot tell "
+	    "whether an instance exists", node && node->name ? node->name : "");
+}
+
+static int
+metadata_shutdown(void *state, const struct cloud_node *node, int *ret_shutdown,
+    struct errbuf *e)
+{
+	(void)state;
+	(void)ret_shutdown;
+	return errbuf_set(e, ERR_NOT_IMPLEMENTED, "node %s: the metadata provider cannot tell "
+	    "whether an instance is shut down", node && node->name ? node->name : "");
+}
+
+static const struct cloud_instances_ops metadata_instances = {
+	.exists = metadata_exists,
+	.shutdown = metadata_shutdown,
+	.metadata = metadata_metadata,
+	.list = NULL,
+};
+
+const struct cloud_provider metadata_provider = {
+	.name = "metadata",
+	.flags = 0, /* not CLOUD_DEFINITIVE: its answers never delete a Node */
+	.init = metadata_init,
+	.free = metadata_free,
+	.instances = &metadata_instances,
+	.load_balancers = NULL,
+	.routes = NULL,
+};

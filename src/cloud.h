@@ -1,0 +1,229 @@
+/* cloud.h - the provider interface: a provider is a const struct of operation
+ * groups (instances, load balancers, routes) found by name in a static table.
+ *
+ * Contract: providers are library-like and never log; every operation returns
+ * 0 or a negative ERR_* code (err.h) with a message naming the node or object
+ * in the caller's errbuf, and leaves its ret_* outputs untouched on failure.
+ * The upstream cloud-provider sentinels map to:
+ *   ERR_NOT_FOUND              cloudprovider.InstanceNotFound: the cloud says
+ *                              the instance does not exist. The ONLY answer
+ *                              that may lead to a Node's deletion, and only
+ *                              from a provider flagged CLOUD_DEFINITIVE (see
+ *                              cloud_err_allows_delete);
+ *   ERR_NOT_IMPLEMENTED        cloudprovider.NotImplemented: this provider
+ *                              cannot answer; the caller skips the step;
+ *   ERR_IMPLEMENTED_ELSEWHERE  cloudprovider.ImplementedElsewhere: another
+ *                              component does this (no retry, no Event);
+ *   retryable codes            transient failures (err_retryable: 5xx, 429,
+ *                              timeouts, connection errors): retry with backoff;
+ *   anything else              permanent for this input (bad reported data,
+ *                              unusable answers): keep the taint, record why,
+ *                              retry only with the controller's long backoff.
+ * A NULL operation group means "not supported": its controller does not start.
+ * Thread-safety: operations may be called from several worker threads at once
+ * on the same state; a provider protects whatever state it mutates. */
+#ifndef BOOTCCM_CLOUD_H
+#define BOOTCCM_CLOUD_H
+
+#include <signal.h>
+#include <stddef.h>
+
+#include "err.h"
+#include "metadata/metadata.h"
+
+#define CLOUD_ID_MAX MD_ID_MAX          /* bytes: providerID */
+#define CLOUD_SHORT_MAX MD_SHORT_MAX    /* bytes: instance type, zone, region */
+#define CLOUD_ADDR_MAX MD_NAME_MAX      /* bytes: one address (IP or DNS name) */
+#define CLOUD_ADDRS_MAX MD_ADDRS_MAX    /* addresses per instance */
+#define CLOUD_LABELS_MAX 16             /* additional labels per instance */
+#define CLOUD_LABEL_KEY_MAX 320         /* bytes: prefix (253) + "/" + name (63) + NUL */
+#define CLOUD_LABEL_VALUE_MAX 64        /* bytes: a label value (63) + NUL */
+
+/* Annotation a kubelet started with --node-ip sets: one IP or "a,b". */
+#define CLOUD_PROVIDED_NODE_IP "alpha.kubernetes.io/provided-node-ip"
+#define CLOUD_LABEL_ZONE "topology.kubernetes.io/zone"
+#define CLOUD_LABEL_REGION "topology.kubernetes.io/region"
+#define CLOUD_LABEL_INSTANCE_TYPE "node.kubernetes.io/instance-type"
+
+/* Provider capabilities (struct cloud_provider.flags). */
+#define CLOUD_DEFINITIVE 0x1  /* instances.exists's ERR_NOT_FOUND / false comes
+                                 from the cloud's own inventory, so it may lead
+                                 to a Node's deletion. Without it, no answer of
+                                 the provider ever deletes a Node. */
+
+/* A key/value pair of the Node as the controller knows it (borrowed). */
+struct cloud_kv {
+	const char *key;
+	const char *value;
+};
+
+struct cloud_address {
+	enum md_addr_type type;
+	char address[CLOUD_ADDR_MAX];
+};
+
+/* What the controller knows of a Node (all borrowed, valid during the call;
+ * NULL or "" strings mean absent). */
+struct cloud_node {
+	const char *name;
+	const char *provider_id;            /* spec.providerID */
+	const struct cloud_kv *labels;
+	size_t n_labels;
+	const struct cloud_kv *annotations;
+	size_t n_annotations;
+	const struct cloud_address *addresses; /* status.addresses */
+	size_t n_addresses;
+};
+
+struct cloud_label {
+	char key[CLOUD_LABEL_KEY_MAX];
+	char value[CLOUD_LABEL_VALUE_MAX];
+};
+
+/* cloudprovider.InstanceMetadata. Empty strings mean "the cloud does not
+ * say"; the caller applies upstream's rules (providerID only when the Node has
+ * none, labels never overwritten, kubernetes.io/ and k8s.io/ labels dropped). */
+struct cloud_instance_metadata {
+	char provider_id[CLOUD_ID_MAX];
+	char instance_type[CLOUD_SHORT_MAX];
+	char zone[CLOUD_SHORT_MAX];
+	char region[CLOUD_SHORT_MAX];
+	size_t n_addresses;
+	struct cloud_address addresses[CLOUD_ADDRS_MAX];
+	size_t n_labels;
+	struct cloud_label labels[CLOUD_LABELS_MAX];
+};
+
+/* Called by instances.list once per instance; a negative return stops the
+ * listing and is returned by list. */
+typedef int (*cloud_instance_cb)(const struct cloud_instance_metadata *m, void *arg);
+
+struct cloud_instances_ops {
+	/* exists sets *ret_exists (1/0): 0 only from a CLOUD_DEFINITIVE provider. */
+	int (*exists)(void *state, const struct cloud_node *node, int *ret_exists,
+	    struct errbuf *e);
+	/* shutdown sets *ret_shutdown: the instance exists but is stopped. */
+	int (*shutdown)(void *state, const struct cloud_node *node, int *ret_shutdown,
+	    struct errbuf *e);
+	/* metadata fills *ret completely, or fails leaving it untouched. */
+	int (*metadata)(void *state, const struct cloud_node *node,
+	    struct cloud_instance_metadata *ret, struct errbuf *e);
+	/* list (optional, NULL: absent) calls cb for every instance the cloud
+	 * has, in pages, so a periodic sync costs O(N / page size) cloud calls. */
+	int (*list)(void *state, cloud_instance_cb cb, void *arg, struct errbuf *e);
+};
+
+/* Load balancers: the Service is passed as its namespace/name, the nodes as
+ * the Node list the service controller selected. Not implemented by any
+ * provider yet; the contracts are those of upstream's LoadBalancer interface. */
+struct cloud_service {
+	const char *namespace_;
+	const char *name;
+	const char *uid;
+	const struct cloud_kv *annotations;
+	size_t n_annotations;
+	const char *load_balancer_ip;      /* spec.loadBalancerIP or NULL */
+	size_t n_ports;
+	const struct cloud_lb_port {
+		const char *name;
+		const char *protocol;      /* TCP, UDP, SCTP */
+		int port;
+		int node_port;
+	} *ports;
+};
+
+#define CLOUD_LB_INGRESS_MAX 8
+
+struct cloud_lb_status {
+	size_t n_ingress;
+	struct {
+		char ip[CLOUD_ADDR_MAX];
+		char hostname[CLOUD_ADDR_MAX];
+	} ingress[CLOUD_LB_INGRESS_MAX];
+};
+
+struct cloud_lb_ops {
+	/* get sets *ret_exists and, when it exists, *ret_status. */
+	int (*get)(void *state, const char *cluster, const struct cloud_service *svc,
+	    struct cloud_lb_status *ret_status, int *ret_exists, struct errbuf *e);
+	/* ensure creates or updates the balancer to match svc and nodes;
+	 * idempotent. Returns its status. */
+	int (*ensure)(void *state, const char *cluster, const struct cloud_service *svc,
+	    const struct cloud_node *nodes, size_t n_nodes,
+	    struct cloud_lb_status *ret_status, struct errbuf *e);
+	/* update_hosts changes only the backend nodes of an existing balancer. */
+	int (*update_hosts)(void *state, const char *cluster, const struct cloud_service *svc,
+	    const struct cloud_node *nodes, size_t n_nodes, struct errbuf *e);
+	/* ensure_deleted deletes it; 0 when it is already gone. */
+	int (*ensure_deleted)(void *state, const char *cluster,
+	    const struct cloud_service *svc, struct errbuf *e);
+};
+
+struct cloud_route {
+	char name[CLOUD_ID_MAX];
+	char target_node[CLOUD_ADDR_MAX];  /* Node name */
+	char destination_cidr[64];
+	int blackhole;                     /* the target instance is gone */
+};
+
+typedef int (*cloud_route_cb)(const struct cloud_route *route, void *arg);
+
+struct cloud_routes_ops {
+	/* list calls cb for each route of the cluster. */
+	int (*list)(void *state, const char *cluster, cloud_route_cb cb, void *arg,
+	    struct errbuf *e);
+	/* create routes route->destination_cidr to route->target_node; idempotent. */
+	int (*create)(void *state, const char *cluster, const char *name_hint,
+	    const struct cloud_route *route, struct errbuf *e);
+	/* delete removes it; 0 when it is already gone. */
+	int (*delete_)(void *state, const char *cluster, const struct cloud_route *route,
+	    struct errbuf *e);
+};
+
+/* What the daemon passes to a provider's init (borrowed for the call only:
+ * a provider copies what it keeps). */
+struct cloud_config {
+	const char *node_name;         /* --node-name: the local node */
+	const char *config_path;       /* --cloud-config, or NULL/"": defaults */
+	/* --metadata-* flags as given; NULL, "" or the flag's default value
+	 * means "not set", so the cloud-config's metadata: section applies. */
+	const char *md_cloud;
+	const char *md_endpoint;
+	const char *md_dmi_dir;
+	const char *md_config_drive;
+	const volatile sig_atomic_t *stop; /* abandon cloud retries once non-zero */
+};
+
+struct cloud_provider {
+	const char *name;
+	unsigned flags;                /* CLOUD_DEFINITIVE ... */
+	/* init reads cfg (and the cloud-config file) into *ret_state. */
+	int (*init)(const struct cloud_config *cfg, void **ret_state, struct errbuf *e);
+	void (*free)(void *state);
+	const struct cloud_instances_ops *instances;   /* NULL: not supported */
+	const struct cloud_lb_ops *load_balancers;      /* NULL: not supported */
+	const struct cloud_routes_ops *routes;          /* NULL: not supported */
+};
+
+/* cloud_provider_find returns the provider registered as name, or NULL. */
+const struct cloud_provider *cloud_provider_find(const char *name);
+
+/* cloud_provider_names returns the registered names, ", "-separated, for
+ * error messages. */
+const char *cloud_provider_names(void);
+
+/* cloud_provider_lookup is cloud_provider_find with the error message the
+ * daemon prints: --cloud-provider "x": unknown provider; known: metadata. */
+int cloud_provider_lookup(const char *name, const struct cloud_provider **ret,
+    struct errbuf *e);
+
+/* cloud_err_retryable tells whether a provider's error is worth retrying
+ * with backoff (transient); the sentinels are not. */
+int cloud_err_retryable(int code);
+
+/* cloud_err_allows_delete tells whether code, answered by p for a Node,
+ * allows deleting that Node: only ERR_NOT_FOUND from a CLOUD_DEFINITIVE
+ * provider. */
+int cloud_err_allows_delete(int code, const struct cloud_provider *p);
+
+#endif

@@ -1,0 +1,87 @@
+/* test_cloud.c - the provider table and the provider error policy. */
+#include <string.h>
+
+#include "harness.h"
+#include "cloud.h"
+#include "err.h"
+
+TEST(find_metadata)
+{
+	const struct cloud_provider *p = cloud_provider_find("metadata");
+
+	CHECK(p != NULL);
+	CHECK_STR(p->name, "metadata");
+	CHECK(p->init != NULL && p->free != NULL);
+	CHECK(p->instances != NULL && p->instances->metadata != NULL);
+	CHECK(p->instances->exists != NULL && p->instances->shutdown != NULL);
+	CHECK(p->instances->list == NULL);
+	CHECK(p->load_balancers == NULL);
+	CHECK(p->routes == NULL);
+}
+
+TEST(find_unknown)
+{
+	CHECK(cloud_provider_find("aws") == NULL);
+	CHECK(cloud_provider_find("") == NULL);
+	CHECK(cloud_provider_find(NULL) == NULL);
+	CHECK(cloud_provider_find("Metadata") == NULL);
+	CHECK(cloud_provider_find("metadata ") == NULL);
+}
+
+TEST(names_list_every_provider)
+{
+	CHECK_STR(cloud_provider_names(), "metadata");
+	CHECK(cloud_provider_find(cloud_provider_names()) != NULL);
+}
+
+TEST(lookup_message)
+{
+	const struct cloud_provider *p = NULL;
+	struct errbuf e = { "" };
+
+	CHECK(cloud_provider_lookup("x", &p, &e) == ERR_INVALID);
+	CHECK(p == NULL);
+	CHECK_STR(e.msg, "--cloud-provider \"x\": unknown provider; known: metadata");
+	CHECK(cloud_provider_lookup("metadata", &p, &e) == 0);
+	CHECK(p == cloud_provider_find("metadata"));
+}
+
+TEST(retryable)
+{
+	CHECK(cloud_err_retryable(ERR_TRANSIENT));
+	CHECK(cloud_err_retryable(ERR_TIMEOUT));
+	CHECK(cloud_err_retryable(ERR_TOO_MANY_REQUESTS));
+	CHECK(!cloud_err_retryable(ERR_NOT_FOUND));
+	CHECK(!cloud_err_retryable(ERR_NOT_IMPLEMENTED));
+	CHECK(!cloud_err_retryable(ERR_IMPLEMENTED_ELSEWHERE));
+	CHECK(!cloud_err_retryable(ERR_PERMANENT));
+	CHECK(!cloud_err_retryable(ERR_INVALID));
+}
+
+TEST(allows_delete_metadata_never)
+{
+	const struct cloud_provider *p = cloud_provider_find("metadata");
+	static const int codes[] = { 0, ERR_NOT_FOUND, ERR_NOT_IMPLEMENTED,
+		ERR_IMPLEMENTED_ELSEWHERE, ERR_TRANSIENT, ERR_PERMANENT, ERR_INVALID,
+		ERR_GONE, ERR_TIMEOUT };
+	size_t i;
+
+	CHECK(p != NULL);
+	CHECK((p->flags & CLOUD_DEFINITIVE) == 0);
+	for (i = 0; i < sizeof(codes) / sizeof(codes[0]); i++)
+		CHECK(!cloud_err_allows_delete(codes[i], p));
+	CHECK(!cloud_err_allows_delete(ERR_NOT_FOUND, NULL));
+}
+
+TEST(allows_delete_definitive_only_not_found)
+{
+	const struct cloud_provider definitive = { .name = "test", .flags = CLOUD_DEFINITIVE };
+
+	CHECK(cloud_err_allows_delete(ERR_NOT_FOUND, &definitive));
+	CHECK(!cloud_err_allows_delete(0, &definitive));
+	CHECK(!cloud_err_allows_delete(ERR_NOT_IMPLEMENTED, &definitive));
+	CHECK(!cloud_err_allows_delete(ERR_TRANSIENT, &definitive));
+	CHECK(!cloud_err_allows_delete(ERR_GONE, &definitive));
+}
+
+TEST_MAIN()

@@ -1,0 +1,317 @@
+/* test_cloudconfig.c - the --cloud-config loader: every schema type, nested
+ * sections, positions of unknown keys and wrong types, required keys,
+ * defaults from `{}` and empty files, malformed YAML and caps. */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "harness.h"
+#include "cloudconfig.h"
+#include "err.h"
+#include "flags.h"
+
+struct cfg {
+	char *token;
+	char *region;
+	int debug;
+	long long workers;
+	int64_t timeout_ns;
+	struct cloudconfig_list networks;
+	struct cloudconfig_map tags;
+	char *lb_type;
+	int lb_ipv6;
+	char *inner_name;
+};
+
+static const struct cloudconfig_key inner_schema[] = {
+	{ .key = "name", .type = CLOUDCONFIG_STRING, .required = 1,
+	  .offset = offsetof(struct cfg, inner_name) },
+	{ .key = NULL },
+};
+
+static const struct cloudconfig_key lb_schema[] = {
+	{ .key = "type", .type = CLOUDCONFIG_STRING, .def = "lb11",
+	  .offset = offsetof(struct cfg, lb_type) },
+	{ .key = "ipv6", .type = CLOUDCONFIG_BOOL, .def = "true",
+	  .offset = offsetof(struct cfg, lb_ipv6) },
+	{ .key = "inner", .type = CLOUDCONFIG_SECTION, .section = inner_schema },
+	{ .key = NULL },
+};
+
+static const struct cloudconfig_key schema[] = {
+	{ .key = "token", .type = CLOUDCONFIG_STRING, .offset = offsetof(struct cfg, token) },
+	{ .key = "region", .type = CLOUDCONFIG_STRING, .def = "fsn1",
+	  .offset = offsetof(struct cfg, region) },
+	{ .key = "debug", .type = CLOUDCONFIG_BOOL, .def = "false",
+	  .offset = offsetof(struct cfg, debug) },
+	{ .key = "workers", .type = CLOUDCONFIG_INT, .def = "4", .min = 1, .max = 64,
+	  .offset = offsetof(struct cfg, workers) },
+	{ .key = "timeout", .type = CLOUDCONFIG_DURATION, .def = "30s",
+	  .offset = offsetof(struct cfg, timeout_ns) },
+	{ .key = "networks", .type = CLOUDCONFIG_STRING_LIST,
+	  .offset = offsetof(struct cfg, networks) },
+	{ .key = "tags", .type = CLOUDCONFIG_MAP, .offset = offsetof(struct cfg, tags) },
+	{ .key = "loadBalancer", .type = CLOUDCONFIG_SECTION, .section = lb_schema },
+	{ .key = NULL },
+};
+
+/* a schema with a required top-level key */
+struct req {
+	char *token;
+};
+
+static const struct cloudconfig_key req_schema[] = {
+	{ .key = "token", .type = CLOUDCONFIG_STRING, .required = 1,
+	  .offset = offsetof(struct req, token) },
+	{ .key = NULL },
+};
+
+static int
+parse(const char *yaml, struct cfg *c, struct errbuf *e)
+{
+	memset(c, 0, sizeof(*c));
+	e->msg[0] = '\0';
+	return cloudconfig_parse(yaml, strlen(yaml), "cc.yaml", schema, c, sizeof(*c), e);
+}
+
+static void
+check_defaults(const struct cfg *c, int *harness_failed)
+{
+	CHECK(c->token == NULL);
+	CHECK_STR(c->region, "fsn1");
+	CHECK(c->debug == 0);
+	CHECK(c->workers == 4);
+	CHECK(c->timeout_ns == 30 * NS_PER_S);
+	CHECK(c->networks.n == 0 && c->networks.items == NULL);
+	CHECK(c->tags.n == 0);
+	CHECK_STR(c->lb_type, "lb11");
+	CHECK(c->lb_ipv6 == 1);
+	CHECK(c->inner_name == NULL);
+}
+
+TEST(empty_means_defaults)
+{
+	static const char *docs[] = { "", "{}", "{}\n", "# nothing\n", "---\n", "~\n" };
+	struct errbuf e;
+	struct cfg c;
+	size_t i;
+
+	for (i = 0; i < sizeof(docs) / sizeof(docs[0]); i++) {
+		CHECK(parse(docs[i], &c, &e) == 0);
+		check_defaults(&c, harness_failed);
+		if (*harness_failed)
+			return;
+		cloudconfig_free(schema, &c);
+	}
+}
+
+TEST(every_type)
+{
+	struct errbuf e;
+	struct cfg c;
+
+	CHECK(parse("token: \"abc\"\nregion: nbg1\ndebug: yes\nworkers: 8\ntimeout: 1m30s\n"
+	    "networks: [a, \"b\"]\ntags:\n  team: infra\n  env: \"prod\"\n"
+	    "loadBalancer:\n  type: lb21\n  ipv6: off\n  inner:\n    name: x\n", &c, &e) == 0);
+	CHECK_STR(c.token, "abc");
+	CHECK_STR(c.region, "nbg1");
+	CHECK(c.debug == 1);
+	CHECK(c.workers == 8);
+	CHECK(c.timeout_ns == 90 * NS_PER_S);
+	CHECK(c.networks.n == 2);
+	CHECK_STR(c.networks.items[0], "a");
+	CHECK_STR(c.networks.items[1], "b");
+	CHECK(c.tags.n == 2);
+	CHECK_STR(c.tags.keys[0], "team");
+	CHECK_STR(c.tags.values[0], "infra");
+	CHECK_STR(c.tags.keys[1], "env");
+	CHECK_STR(c.tags.values[1], "prod");
+	CHECK_STR(c.lb_type, "lb21");
+	CHECK(c.lb_ipv6 == 0);
+	CHECK_STR(c.inner_name, "x");
+	cloudconfig_free(schema, &c);
+	CHECK(c.token == NULL && c.networks.items == NULL && c.tags.keys == NULL);
+}
+
+TEST(null_values_take_defaults)
+{
+	struct errbuf e;
+	struct cfg c;
+
+	CHECK(parse("region:\nworkers: ~\nloadBalancer:\n", &c, &e) == 0);
+	check_defaults(&c, harness_failed);
+	cloudconfig_free(schema, &c);
+}
+
+TEST(unknown_key_top)
+{
+	struct errbuf e;
+	struct cfg c;
+
+	CHECK(parse("region: a\n  \nregoin: b\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:3:1: unknown key \"regoin\" in the top level");
+	CHECK(c.region == NULL); /* untouched on failure */
+}
+
+TEST(unknown_key_nested)
+{
+	struct errbuf e;
+	struct cfg c;
+
+	CHECK(parse("loadBalancer:\n  type: a\n  inner:\n      nmae: x\n", &c, &e) ==
+	    ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:4:7: unknown key \"nmae\" in loadBalancer.inner");
+	CHECK(parse("loadBalancer:\n  tpye: a\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:2:3: unknown key \"tpye\" in loadBalancer");
+}
+
+TEST(wrong_types)
+{
+	struct errbuf e;
+	struct cfg c;
+
+	CHECK(parse("debug: maybe\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:1:8: key \"debug\" in the top level: want a boolean");
+	CHECK(parse("debug: \"true\"\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("workers: 4x\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:1:10: key \"workers\" in the top level: want an integer "
+	    "in [1, 64]");
+	CHECK(parse("workers: 65\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("workers: 0\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("workers: \"8\"\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("workers: 99999999999999999999999\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("timeout: 30\n", &c, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "cc.yaml:1:10: key \"timeout\"");
+	CHECK(parse("token: [a]\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:1:8: key \"token\" in the top level: want a string");
+	CHECK(parse("token: \"a\\0b\"\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("networks: a\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:1:11: key \"networks\" in the top level: want a list of "
+	    "strings");
+	CHECK(parse("networks: [a, [b]]\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:1:15: key \"networks\" in the top level: want a list of "
+	    "strings");
+	CHECK(parse("tags: [a]\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("tags:\n  a: {b: c}\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:2:6: key \"tags\" in the top level: want a map of strings");
+	CHECK(parse("loadBalancer: lb11\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:1:15: key \"loadBalancer\" in the top level: want a map");
+	CHECK(parse("- a\n- b\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:1:1: want a map of settings at the top level");
+	CHECK(parse("just text\n", &c, &e) == ERR_INVALID);
+}
+
+TEST(required_keys)
+{
+	struct errbuf e;
+	struct req r;
+
+	memset(&r, 0, sizeof(r));
+	CHECK(cloudconfig_parse("{}", 2, "r.yaml", req_schema, &r, sizeof(r), &e) ==
+	    ERR_INVALID);
+	CHECK_STR(e.msg, "r.yaml:1:1: missing required key \"token\" in the top level");
+	CHECK(cloudconfig_parse("", 0, "r.yaml", req_schema, &r, sizeof(r), &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "r.yaml: missing required key \"token\" in the top level");
+	CHECK(cloudconfig_parse("token:\n", 7, "r.yaml", req_schema, &r, sizeof(r), &e) ==
+	    ERR_INVALID);
+	CHECK_STR(e.msg, "r.yaml:1:7: missing required key \"token\" in the top level");
+	CHECK(cloudconfig_parse("token: t\n", 9, "r.yaml", req_schema, &r, sizeof(r), &e) == 0);
+	CHECK_STR(r.token, "t");
+	cloudconfig_free(req_schema, &r);
+}
+
+TEST(required_in_nested_section)
+{
+	struct errbuf e;
+	struct cfg c;
+
+	/* the section is optional but, once given, its required key is not */
+	CHECK(parse("loadBalancer:\n  inner: {}\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:2:10: missing required key \"name\" in loadBalancer.inner");
+	/* an optional section left out is not checked for its required keys */
+	CHECK(parse("loadBalancer: {}\n", &c, &e) == 0);
+	check_defaults(&c, harness_failed);
+	cloudconfig_free(schema, &c);
+}
+
+TEST(malformed_yaml)
+{
+	struct errbuf e;
+	struct cfg c;
+
+	CHECK(parse("a: [\n", &c, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "cc.yaml:");
+	CHECK(parse("region: a\nregion: b\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("\t- x: :\n", &c, &e) < 0);
+	CHECK(c.region == NULL);
+}
+
+TEST(caps)
+{
+	struct errbuf e;
+	struct cfg c;
+	char *big;
+	size_t i, n = 0, cap = 8 * (CLOUDCONFIG_ITEMS_MAX + 2) + 64;
+
+	/* a list longer than CLOUDCONFIG_ITEMS_MAX */
+	CHECK((big = malloc(cap)) != NULL);
+	n += (size_t)snprintf(big + n, cap - n, "networks:\n");
+	for (i = 0; i < CLOUDCONFIG_ITEMS_MAX + 1; i++)
+		n += (size_t)snprintf(big + n, cap - n, "- n\n");
+	memset(&c, 0, sizeof(c));
+	CHECK(cloudconfig_parse(big, n, "cc.yaml", schema, &c, sizeof(c), &e) == ERR_TOO_LARGE);
+	CHECK_CONTAINS(e.msg, "cc.yaml:2:1: too many items in the top level");
+	free(big);
+	/* a string longer than CLOUDCONFIG_STRING_MAX */
+	cap = CLOUDCONFIG_STRING_MAX + 32;
+	CHECK((big = malloc(cap)) != NULL);
+	memcpy(big, "token: ", 7);
+	memset(big + 7, 'a', CLOUDCONFIG_STRING_MAX);
+	big[7 + CLOUDCONFIG_STRING_MAX] = '\n';
+	CHECK(cloudconfig_parse(big, 8 + CLOUDCONFIG_STRING_MAX, "cc.yaml", schema, &c,
+	    sizeof(c), &e) == ERR_INVALID);
+	free(big);
+	/* a file over CLOUDCONFIG_FILE_MAX */
+	CHECK(cloudconfig_parse("", CLOUDCONFIG_FILE_MAX + 1, "cc.yaml", schema, &c,
+	    sizeof(c), &e) == ERR_TOO_LARGE);
+	/* billion laughs: yamltree's node cap */
+	CHECK(parse("a: &a [x,x,x,x,x,x,x,x,x,x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\n"
+	    "c: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n"
+	    "e: &e [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\nf: [*e,*e,*e,*e,*e,*e,*e,*e,*e,*e]\n",
+	    &c, &e) < 0);
+}
+
+TEST(load_file)
+{
+	char path[] = "/tmp/test_cloudconfig.XXXXXX";
+	struct errbuf e;
+	struct cfg c;
+	FILE *f;
+	int fd;
+
+	memset(&c, 0, sizeof(c));
+	CHECK(cloudconfig_load(NULL, schema, &c, sizeof(c), &e) == 0);
+	check_defaults(&c, harness_failed);
+	cloudconfig_free(schema, &c);
+	CHECK(cloudconfig_load("/nonexistent/cc.yaml", schema, &c, sizeof(c), &e) == ERR_IO);
+	CHECK_CONTAINS(e.msg, "/nonexistent/cc.yaml");
+	CHECK((fd = mkstemp(path)) >= 0);
+	CHECK((f = fdopen(fd, "w")) != NULL);
+	fputs("region: hel1\nbogus: 1\n", f);
+	fclose(f);
+	CHECK(cloudconfig_load(path, schema, &c, sizeof(c), &e) == ERR_INVALID);
+	CHECK(strncmp(e.msg, path, strlen(path)) == 0);
+	CHECK_CONTAINS(e.msg, ":2:1: unknown key \"bogus\" in the top level");
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs("{}\n", f);
+	fclose(f);
+	CHECK(cloudconfig_load(path, schema, &c, sizeof(c), &e) == 0);
+	check_defaults(&c, harness_failed);
+	cloudconfig_free(schema, &c);
+	unlink(path);
+}
+
+TEST_MAIN()
