@@ -184,6 +184,10 @@ cloudconfig_value(const struct cloudconfig_ctx *c, const struct cloudconfig_key 
 
 	switch (k->type) {
 	case CLOUDCONFIG_STRING:
+		if (v->kind == YNODE_SCALAR && v->scalar_len >= CLOUDCONFIG_STRING_MAX)
+			return errbuf_set(c->e, ERR_TOO_LARGE, "%s:%d:%d: key \"%s\" in %s: longer "
+			    "than %d bytes", c->name, v->line, v->col, k->key, section,
+			    CLOUDCONFIG_STRING_MAX - 1);
 		if (!cloudconfig_cstring(v))
 			return cloudconfig_kind_err(c, v, k->key, "a string", section);
 		if ((*(char **)field = strdup(v->scalar)) == NULL)
@@ -207,7 +211,8 @@ cloudconfig_value(const struct cloudconfig_ctx *c, const struct cloudconfig_key 
 		*(long long *)field = n;
 		return 0;
 	case CLOUDCONFIG_DURATION:
-		if (!cloudconfig_cstring(v) || duration_parse(v->scalar, &ns) < 0)
+		/* no setting of a provider is a negative span of time */
+		if (!cloudconfig_cstring(v) || duration_parse(v->scalar, &ns) < 0 || ns < 0)
 			return cloudconfig_kind_err(c, v, k->key,
 			    "a duration such as \"30s\" or \"5m\"", section);
 		*(int64_t *)field = ns;

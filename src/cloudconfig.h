@@ -19,13 +19,14 @@
 
 #define CLOUDCONFIG_FILE_MAX (1024 * 1024)  /* bytes of a --cloud-config file */
 #define CLOUDCONFIG_ITEMS_MAX 1024          /* items of one list or map */
-#define CLOUDCONFIG_STRING_MAX 4096         /* bytes of one string value */
+#define CLOUDCONFIG_STRING_MAX 4096         /* bytes of one string value, with the NUL;
+                                               lists and maps: each item */
 
 enum cloudconfig_type {
 	CLOUDCONFIG_STRING,     /* char *; "" allowed; NULL when absent with no default */
 	CLOUDCONFIG_BOOL,       /* int 0/1 */
 	CLOUDCONFIG_INT,        /* long long, within [min, max] */
-	CLOUDCONFIG_DURATION,   /* int64_t nanoseconds, a Go duration ("30s") */
+	CLOUDCONFIG_DURATION,   /* int64_t nanoseconds, a Go duration ("30s"), >= 0 */
 	CLOUDCONFIG_STRING_LIST,/* struct cloudconfig_list */
 	CLOUDCONFIG_MAP,        /* struct cloudconfig_map: string to string */
 	CLOUDCONFIG_SECTION,    /* a nested map with its own schema (no field) */

@@ -183,6 +183,7 @@ TEST(wrong_types)
 	CHECK(parse("workers: 0\n", &c, &e) == ERR_INVALID);
 	CHECK(parse("workers: \"8\"\n", &c, &e) == ERR_INVALID);
 	CHECK(parse("workers: 99999999999999999999999\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("timeout: -5s\n", &c, &e) == ERR_INVALID);
 	CHECK(parse("timeout: 30\n", &c, &e) == ERR_INVALID);
 	CHECK_CONTAINS(e.msg, "cc.yaml:1:10: key \"timeout\"");
 	CHECK(parse("token: [a]\n", &c, &e) == ERR_INVALID);
@@ -272,8 +273,17 @@ TEST(caps)
 	memset(big + 7, 'a', CLOUDCONFIG_STRING_MAX);
 	big[7 + CLOUDCONFIG_STRING_MAX] = '\n';
 	CHECK(cloudconfig_parse(big, 8 + CLOUDCONFIG_STRING_MAX, "cc.yaml", schema, &c,
-	    sizeof(c), &e) == ERR_INVALID);
+	    sizeof(c), &e) == ERR_TOO_LARGE);
+	CHECK_STR(e.msg, "cc.yaml:1:8: key \"token\" in the top level: longer than 4095 bytes");
+	/* one byte less fits */
+	if (cloudconfig_parse(big, 6 + CLOUDCONFIG_STRING_MAX, "cc.yaml", schema, &c,
+	    sizeof(c), &e) != 0) {
+		free(big);
+		CHECK(!"4095 bytes of string are refused");
+	}
 	free(big);
+	CHECK(c.token != NULL && strlen(c.token) == CLOUDCONFIG_STRING_MAX - 1);
+	cloudconfig_free(schema, &c);
 	/* a file over CLOUDCONFIG_FILE_MAX */
 	CHECK(cloudconfig_parse("", CLOUDCONFIG_FILE_MAX + 1, "cc.yaml", schema, &c,
 	    sizeof(c), &e) == ERR_TOO_LARGE);

@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "cloud.h"
 #include "err.h"
+#include "http.h"
 #include "metadata/metadata.h"
 #include "../../providers/metadata/metadata.h"
 
@@ -300,6 +301,35 @@ TEST(local_errors)
 	CHECK(meta(st, &n, &m, &e) == ERR_INVALID);
 	CHECK(fake_calls == 5);
 	metadata_provider.free(st);
+}
+
+TEST(local_real_fetch_no_cloud)
+{
+	char dmi[] = "/tmp/test_provider_metadata_dmi.XXXXXX";
+	struct cloud_config cfg = { .node_name = "local-1", .md_dmi_dir = dmi };
+	struct cloud_node n = { .name = "local-1", .provider_id = "hcloud://1" };
+	struct cloud_instance_metadata m;
+	struct errbuf e = { "" };
+	void *st = NULL;
+	char path[sizeof(dmi) + 32];
+	FILE *f;
+
+	/* the production fetch on a machine whose DMI data names no cloud
+	 * answers without touching the network; it must not read as
+	 * "instance not found" */
+	CHECK(http_global_init(&e) == 0);
+	CHECK(mkdtemp(dmi) != NULL);
+	snprintf(path, sizeof(path), "%s/sys_vendor", dmi);
+	CHECK((f = fopen(path, "w")) != NULL);
+	fputs("Nobody Computers Inc.\n", f);
+	fclose(f);
+	CHECK(metadata_provider.init(&cfg, &st, &e) == 0);
+	CHECK(meta(st, &n, &m, &e) == ERR_PERMANENT);
+	CHECK_CONTAINS(e.msg, "node local-1 (local): instance metadata: ");
+	CHECK_CONTAINS(e.msg, dmi);
+	metadata_provider.free(st);
+	unlink(path);
+	rmdir(dmi);
 }
 
 TEST(exists_shutdown_not_implemented)
