@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "flags.h"
+#include "cloud.h"
 #include "metadata/cmd.h"
 #include "metadata/metadata.h"
 
@@ -28,7 +29,7 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	{ "kube-api-burst", FLAG_INT, O(kube_api_burst), "30",
 	  "Burst to use while talking with the Kubernetes API server.", 0 },
 	{ "cloud-provider", FLAG_STRING, O(cloud_provider), NULL,
-	  "The provider for cloud services (metadata, static, hcloud).", 0 },
+	  "The provider for cloud services (metadata).", 0 },
 	{ "cloud-config", FLAG_STRING, O(cloud_config), NULL,
 	  "The path to the cloud provider configuration file (YAML). Empty string for no configuration file.", 0 },
 	{ "controllers", FLAG_STRING, O(controllers), "*",
@@ -123,6 +124,12 @@ options_validate(const struct options *o, struct errbuf *e)
 		return errbuf_set(e, ERR_INVALID,
 		    "--logging-format \"%s\": permitted formats are \"json\" and \"text\"",
 		    o->logging_format);
+	if (o->cloud_provider && *o->cloud_provider) {
+		const struct cloud_provider *p;
+		int r = cloud_provider_lookup(o->cloud_provider, &p, e);
+		if (r < 0)
+			return r;
+	}
 	if (strcmp(o->leader_elect_resource_lock, "leases") != 0)
 		return errbuf_set(e, ERR_INVALID,
 		    "--leader-elect-resource-lock \"%s\": only \"leases\" is supported",
