@@ -13,6 +13,7 @@
 #include <wolfssl/options.h>
 #include <wolfssl/wolfcrypt/hash.h>
 
+#include "clock.h"
 #include "http.h"
 
 #define AUTHN_JSON_DEPTH 32  /* nesting levels accepted in a review's answer */
@@ -439,9 +440,7 @@ authn_post(struct authn *a, const char *path, const char *body, int64_t now_ns,
 	req.bearer_token = token;
 	if ((r = http_do(c->http, &req, &resp, e)) < 0) {
 		/* from when the failure is known: a timeout took its time */
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		a->paused_until_ns = (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec + AUTHN_PAUSE_NS;
+		a->paused_until_ns = clock_mono_ns() + AUTHN_PAUSE_NS;
 		errbuf_prefix(e, r, "POST %s", path);
 		goto out;
 	}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "err.h"
 #include "flags.h"
 #include "kube/client.h"
@@ -37,15 +38,6 @@ daemon_sleep_ms(long ms)
 	while (!daemon_stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
 	return daemon_stop;
-}
-
-static double
-daemon_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 /* daemon_connect_config loads --kubeconfig (or the in-cluster configuration),
@@ -198,7 +190,7 @@ daemon_wait_apiserver(struct kube_client *c, char *version, size_t len)
 	while (!daemon_stop) {
 		if ((r = daemon_server_version(c, version, len, &e)) == 0)
 			return 0;
-		double now = daemon_now_s();
+		double now = ((double)clock_mono_ns() / 1e9);
 		if (first_fail == 0) {
 			first_fail = last_report = now;
 			log_warn("Waiting for the API server", "server", c->kc->server,

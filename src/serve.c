@@ -31,6 +31,7 @@
 #include <wolfssl/wolfcrypt/random.h>
 
 #include "authn.h"
+#include "clock.h"
 #include "flags.h"
 #include "log.h"
 #include "metrics.h"
@@ -747,15 +748,6 @@ serve_metrics_init(void)
 	    wolfSSL_lib_version());
 }
 
-static int64_t
-serve_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 static const char *
 serve_reason_phrase(int code)
 {
@@ -875,7 +867,7 @@ serve_authorize(struct serve *s, struct serve_conn *c, struct serve_request *rq,
 		*ret_err = serve_reply_status(c, rq->method, 401, "Unauthorized", "Unauthorized");
 		return 0;
 	}
-	r = authn_authenticate(s->authn, token, serve_now_ns(), &u, &e);
+	r = authn_authenticate(s->authn, token, clock_mono_ns(), &u, &e);
 	if (r == 0) {
 		log_info(2, "Unauthorized request: the token is not valid", "path", rq->path,
 		    "peer", c->peer, "reason", e.msg, NULL);
@@ -900,7 +892,7 @@ serve_authorize(struct serve *s, struct serve_conn *c, struct serve_request *rq,
 		if (ch == '\0')
 			break;
 	}
-	r = authn_authorize(s->authn, &u, verb, rq->path, serve_now_ns(), &e);
+	r = authn_authorize(s->authn, &u, verb, rq->path, clock_mono_ns(), &e);
 	if (r == 0) {
 		log_info(2, "Forbidden request", "user", user, "verb", verb, "path", rq->path,
 		    "peer", c->peer, "reason", e.msg, NULL);
@@ -1136,7 +1128,7 @@ serve_conn_step(struct serve *s, struct serve_conn *c)
 					return;
 				}
 				c->state = CONN_WRITE;
-				c->deadline_ns = serve_now_ns() + SERVE_WRITE_TIMEOUT_MS * NS_PER_MS;
+				c->deadline_ns = clock_mono_ns() + SERVE_WRITE_TIMEOUT_MS * NS_PER_MS;
 				break;
 			}
 			r = wolfSSL_read(c->ssl, c->in + c->in_len,
@@ -1148,7 +1140,7 @@ serve_conn_step(struct serve *s, struct serve_conn *c)
 			}
 			if (c->idle) {
 				c->idle = 0;
-				c->deadline_ns = serve_now_ns() + SERVE_REQUEST_TIMEOUT_MS * NS_PER_MS;
+				c->deadline_ns = clock_mono_ns() + SERVE_REQUEST_TIMEOUT_MS * NS_PER_MS;
 			}
 			c->in_len += (size_t)r;
 			break;
@@ -1172,7 +1164,7 @@ serve_conn_step(struct serve *s, struct serve_conn *c)
 			}
 			c->state = CONN_READ;
 			c->idle = c->in_len == 0;
-			c->deadline_ns = serve_now_ns() + (c->idle ? SERVE_IDLE_TIMEOUT_MS :
+			c->deadline_ns = clock_mono_ns() + (c->idle ? SERVE_IDLE_TIMEOUT_MS :
 			    SERVE_REQUEST_TIMEOUT_MS) * NS_PER_MS;
 			if (++turn == SERVE_REQUESTS_PER_TURN) {
 				/* pipelined requests wait for the next loop, so one
@@ -1224,7 +1216,7 @@ serve_accept(struct serve *s)
 				/* the listener would stay readable: back off instead of
 				 * spinning */
 				log_warn("Cannot accept connections", "err", strerror(errno), NULL);
-				s->accept_paused_until_ns = serve_now_ns() +
+				s->accept_paused_until_ns = clock_mono_ns() +
 				    SERVE_ACCEPT_PAUSE_MS * NS_PER_MS;
 			}
 			return;
@@ -1252,7 +1244,7 @@ serve_accept(struct serve *s)
 			inet_ntop(AF_INET, &a->sin_addr, host, sizeof(host));
 			snprintf(c->peer, sizeof(c->peer), "%s:%u", host, ntohs(a->sin_port));
 		}
-		c->accepted_ns = serve_now_ns();
+		c->accepted_ns = clock_mono_ns();
 		c->deadline_ns = c->accepted_ns + SERVE_REQUEST_TIMEOUT_MS * NS_PER_MS;
 		c->state = CONN_HANDSHAKE;
 		s->nconns++;
@@ -1277,7 +1269,7 @@ serve_thread(void *arg)
 	struct serve_conn *pc[2 + SERVE_CONN_MAX];
 
 	for (;;) {
-		int64_t now = serve_now_ns(), wait = INT64_MAX;
+		int64_t now = clock_mono_ns(), wait = INT64_MAX;
 		int paused = now < s->accept_paused_until_ns, n = 0, r, again = 0, timeout_ms;
 
 		pfd[n].fd = s->wake[0];
@@ -1322,7 +1314,7 @@ serve_thread(void *arg)
 			if (c && c->fd == pfd[i].fd && (pfd[i].revents || c->again))
 				serve_conn_step(s, c);
 		}
-		now = serve_now_ns();
+		now = clock_mono_ns();
 		for (size_t i = 0; i < SERVE_CONN_MAX; i++) {
 			struct serve_conn *c = &s->conns[i];
 			if (c->fd >= 0 && c->deadline_ns <= now) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "clock.h"
 #include "flags.h"
 #include "log.h"
 #include "metrics.h"
@@ -190,15 +191,6 @@ static double kube_rl_burst;
 static double kube_rl_tokens;
 static double kube_rl_last;     /* monotonic seconds of the last refill */
 
-static double
-kube_now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 void
 kube_ratelimit_init(double qps, int burst)
 {
@@ -206,7 +198,7 @@ kube_ratelimit_init(double qps, int burst)
 	kube_rl_qps = qps;
 	kube_rl_burst = burst < 1 ? 1 : burst;
 	kube_rl_tokens = kube_rl_burst;
-	kube_rl_last = kube_now_s();
+	kube_rl_last = ((double)clock_mono_ns() / 1e9);
 	pthread_mutex_unlock(&kube_rl_lock);
 }
 
@@ -217,7 +209,7 @@ kube_ratelimit_reserve(void)
 
 	pthread_mutex_lock(&kube_rl_lock);
 	if (kube_rl_qps > 0) {
-		now = kube_now_s();
+		now = ((double)clock_mono_ns() / 1e9);
 		kube_rl_tokens += (now - kube_rl_last) * kube_rl_qps;
 		if (kube_rl_tokens > kube_rl_burst)
 			kube_rl_tokens = kube_rl_burst;
@@ -577,14 +569,14 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 	if ((r = kubeconfig_token(c->kc, &token, e)) < 0)
 		goto out;
 	req.bearer_token = token;
-	t0 = kube_now_s();
+	t0 = ((double)clock_mono_ns() / 1e9);
 	kube_ratelimit_wait();
-	t1 = kube_now_s();
+	t1 = ((double)clock_mono_ns() / 1e9);
 	wait = t1 - t0;
 	metric_observe(kube_m_ratelimit, wait, method, c->host);
 	r = http_do(c->http, &req, resp, e);
 	t0 = t1;
-	t1 = kube_now_s();
+	t1 = ((double)clock_mono_ns() / 1e9);
 	if (r < 0)
 		snprintf(code, sizeof(code), "<error>");
 	else
@@ -644,15 +636,6 @@ struct kube_tries {
 	int deadline;  /* retries not made because the deadline would pass */
 };
 
-static int64_t
-kube_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 /* kube_do sends a request and retries it per kube_retry_reason. Returns 0
  * with the last answer in *resp (any status), or the last attempt's error
  * when no answer arrived. */
@@ -671,7 +654,7 @@ kube_do(struct kube_client *c, const char *method, const char *path,
 	for (;;) {
 		const char *reason;
 		long status = 0, attempt_ms = timeout_ms;
-		int64_t delay, now = c->deadline_ns ? kube_mono_ns() : 0;
+		int64_t delay, now = c->deadline_ns ? clock_mono_ns() : 0;
 		char attempt[32], wait[32];
 
 		if (c->deadline_ns) {
@@ -704,7 +687,7 @@ kube_do(struct kube_client *c, const char *method, const char *path,
 			    KUBE_RETRY_AFTER_MAX_S : resp->retry_after_s) * NS_PER_S;
 		else
 			delay = backoff_next(&c->retry);
-		if (c->deadline_ns && kube_mono_ns() + delay >= c->deadline_ns) {
+		if (c->deadline_ns && clock_mono_ns() + delay >= c->deadline_ns) {
 			tries->deadline = 1;
 			break;
 		}

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "flags.h"
 #include "kube/client.h"
 #include "log.h"
@@ -591,15 +592,6 @@ events_body(const struct events_correlator *c, const struct events_event *ev,
 /* --- recorder ------------------------------------------------------------------------ */
 
 static int64_t
-events_mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
-static int64_t
 events_unix_ns(void)
 {
 	struct timespec ts;
@@ -813,12 +805,12 @@ out:
 static int
 events_wait(struct events *ev, int64_t delay_ns)
 {
-	int64_t until = events_mono_ns() + delay_ns;
+	int64_t until = clock_mono_ns() + delay_ns;
 	int give_up = 0;
 
 	pthread_mutex_lock(&ev->lock);
 	for (;;) {
-		int64_t now = events_mono_ns(), t = until;
+		int64_t now = clock_mono_ns(), t = until;
 		if (ev->stop) {
 			if (now >= ev->flush_deadline_ns) {
 				give_up = 1;
@@ -908,7 +900,7 @@ events_main(void *arg)
 		pthread_mutex_lock(&ev->lock);
 		while (ev->head == NULL && !ev->stop)
 			pthread_cond_wait(&ev->cond, &ev->lock);
-		if (ev->head == NULL || (ev->stop && events_mono_ns() >= ev->flush_deadline_ns)) {
+		if (ev->head == NULL || (ev->stop && clock_mono_ns() >= ev->flush_deadline_ns)) {
 			pthread_mutex_unlock(&ev->lock);
 			break;
 		}
@@ -970,7 +962,7 @@ events_stop(struct events *ev, int64_t flush_ns)
 	pthread_mutex_lock(&ev->lock);
 	if (!ev->stop) {
 		ev->stop = 1;
-		ev->flush_deadline_ns = events_mono_ns() + (flush_ns > 0 ? flush_ns : 0);
+		ev->flush_deadline_ns = clock_mono_ns() + (flush_ns > 0 ? flush_ns : 0);
 	}
 	pthread_cond_broadcast(&ev->cond);
 	pthread_mutex_unlock(&ev->lock);

@@ -9,6 +9,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
+
 #define RATELIMITER_TABLE_MIN 16 /* hash buckets; a power of two */
 
 enum ratelimiter_kind { RATELIMITER_EXPONENTIAL, RATELIMITER_BUCKET, RATELIMITER_MAX_OF };
@@ -56,11 +58,8 @@ ratelimiter_xalloc_at(void *p, const char *file, int line)
 static int64_t
 ratelimiter_monotonic_ns(void *arg)
 {
-	struct timespec ts;
-
 	(void)arg;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+	return clock_mono_ns();
 }
 
 static int

@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "flags.h"
 #include "kube/client.h"
 #include "kube/watch.h"
@@ -100,15 +101,6 @@ reflector_metrics_init(void)
 	    "1 once the first complete LIST has been delivered.", "resource");
 }
 
-static int64_t
-reflector_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 /* reflector_rand returns a uniform double in [0, 1) (xorshift64*). */
 static double
 reflector_rand(struct reflector *r)
@@ -129,14 +121,14 @@ reflector_stopping(struct reflector *r)
 static int
 reflector_sleep(struct reflector *r, int64_t ns)
 {
-	int64_t deadline = reflector_now_ns() + ns;
+	int64_t deadline = clock_mono_ns() + ns;
 	struct timespec ts;
 	int stop;
 
 	ts.tv_sec = (time_t)(deadline / NS_PER_S);
 	ts.tv_nsec = (long)(deadline % NS_PER_S);
 	pthread_mutex_lock(&r->lock);
-	while (!r->stopping && reflector_now_ns() < deadline)
+	while (!r->stopping && clock_mono_ns() < deadline)
 		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
 	stop = r->stopping;
 	pthread_mutex_unlock(&r->lock);
@@ -302,7 +294,7 @@ reflector_resync(struct reflector *r)
 
 	if (r->cfg.resync_ns <= 0 || !__atomic_load_n(&r->synced, __ATOMIC_ACQUIRE))
 		return;
-	now = reflector_now_ns();
+	now = clock_mono_ns();
 	if (now < r->next_resync_ns)
 		return;
 	r->next_resync_ns = now + r->cfg.resync_ns;
@@ -510,7 +502,7 @@ reflector_list(struct reflector *r, int relist)
 			pthread_cond_broadcast(&r->cond);
 			pthread_mutex_unlock(&r->lock);
 			metric_set(reflector_m_synced, 1, r->cfg.resource);
-			r->next_resync_ns = reflector_now_ns() + r->cfg.resync_ns;
+			r->next_resync_ns = clock_mono_ns() + r->cfg.resync_ns;
 		}
 		char cnt[32], np[32];
 		snprintf(cnt, sizeof(cnt), "%zu", n);
@@ -688,7 +680,7 @@ reflector_watch(struct reflector *r)
 	snprintf(secs, sizeof(secs), "%d", timeout_s);
 	log_info(4, "Watching", "resource", r->cfg.resource, "resourceVersion", rv,
 	    "timeoutSeconds", secs, NULL);
-	t0 = reflector_now_ns();
+	t0 = clock_mono_ns();
 	rc = kube_request_stream(&r->client, path, reflector_on_watch_data, r,
 	    (long)(timeout_s + REFLECTOR_WATCH_SLACK_S) * 1000, &status, &e);
 	free(path);
@@ -719,7 +711,7 @@ reflector_watch(struct reflector *r)
 		    "err", e.msg, NULL);
 		return REFLECTOR_W_FAILED;
 	}
-	if (r->events == 0 && reflector_now_ns() - t0 < REFLECTOR_SHORT_WATCH_NS) {
+	if (r->events == 0 && clock_mono_ns() - t0 < REFLECTOR_SHORT_WATCH_NS) {
 		log_info(2, "Very short watch", "resource", r->cfg.resource,
 		    "resourceVersion", rv, NULL);
 		return REFLECTOR_W_SHORT;
@@ -842,7 +834,7 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 		r->cfg.watch_timeout_max_s = r->cfg.watch_timeout_min_s;
 	kube_watch_lines_init(&r->lines, r->cfg.line_max);
 	kube_watch_list_init(&r->list, r->cfg.line_max);
-	r->rng = (uint64_t)reflector_now_ns() ^ (uint64_t)(uintptr_t)r ^ 0x9e3779b97f4a7c15ULL;
+	r->rng = (uint64_t)clock_mono_ns() ^ (uint64_t)(uintptr_t)r ^ 0x9e3779b97f4a7c15ULL;
 	if (r->rng == 0)
 		r->rng = 1;
 	if ((r->store = store_new()) == NULL)
@@ -940,7 +932,7 @@ reflector_has_synced(struct reflector *r)
 int
 reflector_wait_synced(struct reflector *r, int64_t timeout_ns)
 {
-	int64_t deadline = reflector_now_ns() + timeout_ns;
+	int64_t deadline = clock_mono_ns() + timeout_ns;
 	struct timespec ts;
 	int synced;
 

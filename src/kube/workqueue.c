@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "metrics.h"
 
 #define WQ_TABLE_MIN 64 /* hash buckets; a power of two */
@@ -105,15 +106,6 @@ wq_xalloc_at(void *p, const char *file, int line)
 		abort();
 	}
 	return p;
-}
-
-static int64_t
-wq_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
 }
 
 static double
@@ -374,7 +366,7 @@ wq_timer(void *arg)
 
 	pthread_mutex_lock(&q->lock);
 	while (!q->shutting_down) {
-		int64_t now = wq_now_ns(), deadline = INT64_MAX;
+		int64_t now = clock_mono_ns(), deadline = INT64_MAX;
 		int adds = 0;
 
 		while (q->heap_len > 0 && q->heap[0]->ready_ns <= now)
@@ -483,7 +475,7 @@ wq_add(struct wq *q, const char *key)
 		return r;
 	pthread_mutex_lock(&q->lock);
 	if (!q->shutting_down)
-		added = wq_add_locked(q, wq_intern(q, key), wq_now_ns());
+		added = wq_add_locked(q, wq_intern(q, key), clock_mono_ns());
 	pthread_mutex_unlock(&q->lock);
 	if (added)
 		metric_add(wq_m_adds, 1, q->name);
@@ -503,7 +495,7 @@ wq_add_after(struct wq *q, const char *key, int64_t delay_ns)
 	if (q->shutting_down)
 		goto out;
 	retried = 1;
-	now = wq_now_ns();
+	now = clock_mono_ns();
 	it = wq_intern(q, key);
 	if (delay_ns <= 0) {
 		added = wq_add_locked(q, it, now);
@@ -581,7 +573,7 @@ wq_get(struct wq *q, const char **ret_key)
 	else
 		q->phead = it;
 	q->ptail = it;
-	now = wq_now_ns();
+	now = clock_mono_ns();
 	it->started_ns = now;
 	metric_set(wq_m_depth, (double)q->ndirty, q->name);
 	waited = now - it->added_ns;
@@ -609,7 +601,7 @@ wq_done(struct wq *q, const char *key)
 		pthread_mutex_unlock(&q->lock);
 		return ERR_NOT_FOUND;
 	}
-	now = wq_now_ns();
+	now = clock_mono_ns();
 	worked = now - it->started_ns;
 	if (it->pprev)
 		it->pprev->pnext = it->pnext;
@@ -676,7 +668,7 @@ wq_shutdown_with_drain(struct wq *q, int64_t timeout_ns)
 	pthread_cond_broadcast(&q->cond);
 	pthread_cond_signal(&q->timer_cond);
 	if (timeout_ns > 0) {
-		int64_t now = wq_now_ns();
+		int64_t now = clock_mono_ns();
 		deadline = timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
 		wq_deadline(&ts, deadline);
 	}

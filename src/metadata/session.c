@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "http.h"
 
 #define MD_SESSION_HEADERS_MAX 8   /* session headers plus per-request ones */
@@ -93,15 +94,6 @@ bad:
 	    "\"%s\" is not a metadata endpoint: want http://HOST[:PORT]", url ? url : "");
 }
 
-static long
-md_session_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* md_session_connect tries one address: 1 connected, 0 not. */
 static int
 md_session_connect(const struct addrinfo *ai, long deadline_ms)
@@ -118,7 +110,7 @@ md_session_connect(const struct addrinfo *ai, long deadline_ms)
 	} else if (errno == EINPROGRESS) {
 		for (;;) {
 			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-			long left = deadline_ms - md_session_now_ms();
+			long left = deadline_ms - ((long)(clock_mono_ns() / 1000000));
 			int pr;
 			if (left <= 0)
 				break;
@@ -149,7 +141,7 @@ md_session_probe(const char *url, long timeout_ms, struct errbuf *e)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
-	deadline = md_session_now_ms() + timeout_ms;
+	deadline = ((long)(clock_mono_ns() / 1000000)) + timeout_ms;
 	if (getaddrinfo(host, port, &hints, &res) != 0)
 		return 0; /* a name that does not resolve: no service there */
 	for (struct addrinfo *ai = res; ai && !found; ai = ai->ai_next)
