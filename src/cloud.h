@@ -45,6 +45,11 @@
 #define CLOUD_LABEL_REGION "topology.kubernetes.io/region"
 #define CLOUD_LABEL_INSTANCE_TYPE "node.kubernetes.io/instance-type"
 
+/* Sources of instance metadata (struct cloud_instance_metadata.source). */
+#define CLOUD_SOURCE_API "cloud-api"                 /* the cloud's own API */
+#define CLOUD_SOURCE_METADATA "instance-metadata"    /* the local metadata service or config drive */
+#define CLOUD_SOURCE_KUBELET "kubelet-reported"      /* what the Node's kubelet registered */
+
 /* Provider capabilities (struct cloud_provider.flags). */
 #define CLOUD_DEFINITIVE 0x1  /* instances.exists's ERR_NOT_FOUND / false comes
                                  from the cloud's own inventory, so it may lead
@@ -84,6 +89,9 @@ struct cloud_label {
  * say"; the caller applies upstream's rules (providerID only when the Node has
  * none, labels never overwritten, kubernetes.io/ and k8s.io/ labels dropped). */
 struct cloud_instance_metadata {
+	/* where the answer came from, for Events, logs and the metrics' source
+	 * label: CLOUD_SOURCE_*; "" means CLOUD_SOURCE_API */
+	char source[24];
 	char provider_id[CLOUD_ID_MAX];
 	char instance_type[CLOUD_SHORT_MAX];
 	char zone[CLOUD_SHORT_MAX];

@@ -52,6 +52,8 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	  "Number of services that are allowed to sync concurrently.", 0 },
 	{ "node-monitor-period", FLAG_DURATION, O(node_monitor_period_ns), "5s",
 	  "The period for syncing NodeStatus in the cloud-node-lifecycle controller.", 0 },
+	{ "node-deletion-grace-period", FLAG_DURATION, O(node_deletion_grace_period_ns), "5m0s",
+	  "Nodes younger than this (since their creation) are never deleted by the cloud-node-lifecycle controller; 0 for no grace.", 0 },
 	{ "node-status-update-frequency", FLAG_DURATION, O(node_status_update_frequency_ns), "5m0s",
 	  "Specifies how often the controller updates nodes' status (addresses).", 0 },
 	{ "route-reconciliation-period", FLAG_DURATION, O(route_reconciliation_period_ns), "10s",
@@ -98,10 +100,65 @@ options_table(struct options *o, struct flag *t, size_t cap)
 
 #define OPTIONS_MAX 64
 
+/* The controllers --controllers names, in OPTIONS_CTRL_* bit order. */
+static const char *const options_ctrl_names[] = {
+	"cloud-node", "cloud-node-lifecycle", "route", "service",
+};
+
+/* options_controllers parses --controllers like the upstream CCM: "*" turns
+ * on every controller, "name" one, "-name" turns one off (and wins over
+ * "*"); an unknown name is an error naming it. */
+static int
+options_controllers(const char *list, unsigned *ret, struct errbuf *e)
+{
+	unsigned on = 0, off = 0;
+	const char *p = list ? list : "";
+	size_t n = sizeof(options_ctrl_names) / sizeof(options_ctrl_names[0]);
+
+	while (*p != '\0') {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		int neg = len > 0 && p[0] == '-';
+		const char *name = p + neg;
+		size_t nlen = len - (size_t)neg, i;
+
+		if (nlen == 1 && name[0] == '*' && !neg) {
+			on |= (1u << n) - 1;
+		} else if (nlen > 0) {
+			for (i = 0; i < n; i++)
+				if (strlen(options_ctrl_names[i]) == nlen &&
+				    strncmp(options_ctrl_names[i], name, nlen) == 0)
+					break;
+			if (i == n)
+				return errbuf_set(e, ERR_INVALID, "--controllers \"%.*s\": unknown "
+				    "controller \"%.*s\"; known: *, cloud-node, cloud-node-lifecycle, "
+				    "route, service", (int)strlen(list), list, (int)nlen, name);
+			if (neg)
+				off |= 1u << i;
+			else
+				on |= 1u << i;
+		}
+		p += len + (end != NULL);
+	}
+	*ret = on & ~off;
+	return 0;
+}
+
+int
+options_controller_enabled(const struct options *o, unsigned ctrl)
+{
+	unsigned mask = 0;
+	struct errbuf e;
+
+	return options_controllers(o->controllers, &mask, &e) == 0 && (mask & ctrl) != 0;
+}
+
 static int
 options_validate(const struct options *o, struct errbuf *e)
 {
 	struct md_config md;
+	unsigned mask;
+	int r;
 
 	md_config_init(&md);
 	if (o->kube_api_qps <= 0)
@@ -126,10 +183,14 @@ options_validate(const struct options *o, struct errbuf *e)
 		    o->logging_format);
 	if (o->cloud_provider && *o->cloud_provider) {
 		const struct cloud_provider *p;
-		int r = cloud_provider_lookup(o->cloud_provider, &p, e);
+		r = cloud_provider_lookup(o->cloud_provider, &p, e);
 		if (r < 0)
 			return r;
 	}
+	if (o->node_deletion_grace_period_ns < 0)
+		return errbuf_set(e, ERR_INVALID, "--node-deletion-grace-period must not be negative");
+	if ((r = options_controllers(o->controllers, &mask, e)) < 0)
+		return r;
 	if (strcmp(o->leader_elect_resource_lock, "leases") != 0)
 		return errbuf_set(e, ERR_INVALID,
 		    "--leader-elect-resource-lock \"%s\": only \"leases\" is supported",

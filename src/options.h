@@ -41,6 +41,7 @@ struct options {
 	int concurrent_service_syncs;
 	int64_t node_monitor_period_ns;
 	int64_t node_status_update_frequency_ns;
+	int64_t node_deletion_grace_period_ns;
 	int64_t route_reconciliation_period_ns;
 	int64_t min_resync_period_ns;
 
@@ -67,6 +68,16 @@ struct options {
 	int help;
 	int version;
 };
+
+/* --controllers bits (options_controller_enabled). */
+#define OPTIONS_CTRL_CLOUD_NODE 0x1
+#define OPTIONS_CTRL_CLOUD_NODE_LIFECYCLE 0x2
+#define OPTIONS_CTRL_ROUTE 0x4
+#define OPTIONS_CTRL_SERVICE 0x8
+
+/* options_controller_enabled tells whether --controllers turns ctrl (one
+ * OPTIONS_CTRL_* bit) on. options_parse has already refused a bad list. */
+int options_controller_enabled(const struct options *o, unsigned ctrl);
 
 #define OPTIONS_EXIT_HELP 1
 #define OPTIONS_EXIT_VERSION 2

@@ -265,6 +265,7 @@ metadata_remote(const struct cloud_node *node, struct cloud_instance_metadata *m
 	const char *ip;
 	int r;
 
+	snprintf(m->source, sizeof(m->source), "%s", CLOUD_SOURCE_KUBELET);
 	if (node->provider_id != NULL && *node->provider_id != '\0') {
 		if (!metadata_provider_id_valid(node->provider_id))
 			return errbuf_set(e, ERR_INVALID, "node %s: spec.providerID \"%.200s\" is "
@@ -318,6 +319,7 @@ metadata_local(struct metadata_state *st, const struct cloud_node *node,
 		    in->provider_id);
 		goto out;
 	}
+	snprintf(m->source, sizeof(m->source), "%s", CLOUD_SOURCE_METADATA);
 	memcpy(m->provider_id, in->provider_id, sizeof(m->provider_id));
 	memcpy(m->instance_type, in->instance_type, sizeof(m->instance_type));
 	memcpy(m->zone, in->zone, sizeof(m->zone));

@@ -172,6 +172,7 @@ TEST(options_upstream_defaults)
 	CHECK_STR(o.cluster_name, "kubernetes");
 	CHECK(o.configure_cloud_routes == 1 && o.allocate_node_cidrs == 0);
 	CHECK(o.node_monitor_period_ns == 5 * NS_PER_S);
+	CHECK(o.node_deletion_grace_period_ns == 300 * NS_PER_S);
 	CHECK(o.node_status_update_frequency_ns == 300 * NS_PER_S);
 	CHECK(o.concurrent_node_syncs == 1 && o.concurrent_service_syncs == 1);
 	CHECK(o.node_name != NULL && o.node_name[0] != '\0');
@@ -200,6 +201,45 @@ TEST(options_validation)
 	char *a5[] = { "bootccm", "--kube-api-qps=0" };
 	CHECK(options_parse(&o, 2, a5, 1, &e) == ERR_INVALID);
 	options_free(&o);
+}
+
+/* parse args (after "bootccm") and report the controllers they enable as
+ * a bit mask, or -1 when options_parse refuses them */
+static int
+controllers_of(const char *arg, struct errbuf *e)
+{
+	struct options o;
+	char *a[] = { "bootccm", (char *)arg };
+	int mask = 0;
+
+	if (options_parse(&o, 2, a, 1, e) != 0) {
+		options_free(&o);
+		return -1;
+	}
+	for (unsigned b = 1; b <= OPTIONS_CTRL_SERVICE; b <<= 1)
+		if (options_controller_enabled(&o, b))
+			mask |= (int)b;
+	options_free(&o);
+	return mask;
+}
+
+TEST(options_controllers_like_upstream)
+{
+	struct errbuf e;
+	const int all = OPTIONS_CTRL_CLOUD_NODE | OPTIONS_CTRL_CLOUD_NODE_LIFECYCLE |
+	    OPTIONS_CTRL_ROUTE | OPTIONS_CTRL_SERVICE;
+
+	CHECK(controllers_of("--controllers=*", &e) == all);
+	CHECK(controllers_of("--controllers=*,-route", &e) == (all & ~OPTIONS_CTRL_ROUTE));
+	CHECK(controllers_of("--controllers=-route,*", &e) == (all & ~OPTIONS_CTRL_ROUTE));
+	CHECK(controllers_of("--controllers=cloud-node", &e) == OPTIONS_CTRL_CLOUD_NODE);
+	CHECK(controllers_of("--controllers=cloud-node,-cloud-node", &e) == 0);
+	CHECK(controllers_of("--controllers=", &e) == 0);
+	CHECK(controllers_of("--controllers=*,nodes", &e) == -1);
+	CHECK_CONTAINS(e.msg, "unknown controller \"nodes\"");
+	CHECK(controllers_of("--node-deletion-grace-period=-1s", &e) == -1);
+	CHECK_CONTAINS(e.msg, "--node-deletion-grace-period");
+	CHECK(controllers_of("--node-deletion-grace-period=0s", &e) == all);
 }
 
 TEST(usage_lists_defaults)

@@ -1,0 +1,80 @@
+/* node.h - the cloud-node controller: initialize Nodes registered with the
+ * node.cloudprovider.kubernetes.io/uninitialized taint from the provider
+ * (and, for the local node, from the instance metadata service when the
+ * provider cannot answer), and refresh initialized Nodes' addresses.
+ *
+ * Upstream semantics (upstream-ccm.md) with bootccm's differences:
+ * - addresses go to nodes/NAME/status FIRST (a merge patch with a
+ *   resourceVersion precondition, only when they change), then one merge
+ *   patch of the Node (labels GA + beta, providerID when empty, the taint
+ *   removed) with the resourceVersion the status write returned: at most two
+ *   writes per initialization, and no Node is ever untainted without its
+ *   addresses. A conflict re-reads the Node and rebuilds both;
+ * - scope: every replica initializes its own node (local_node); the leader
+ *   (nodectl_set_leading) handles every Node. resourceVersion preconditions
+ *   make a leader and the local replica racing on one Node harmless;
+ * - the local node falls back to the `fallback` provider (the metadata
+ *   provider) when the provider fails for it; the Synced Event and the
+ *   bootccm_node_initializations_total{source} label say which source
+ *   answered;
+ * - the periodic address refresh (leader only) uses instances.list when the
+ *   provider has it: O(N / page size) cloud calls per period.
+ * Failures keep the taint, record a Warning Event (reason InitializationFailed)
+ * saying why, and retry with per-key backoff (the local node's capped at
+ * NODECTL_LOCAL_RETRY_MAX_NS so a metadata service that comes up late is seen
+ * soon).
+ *
+ * Metrics: node_controller_cloud_provider_taint_removal_delay_seconds and
+ * node_controller_initial_node_sync_delay_seconds (upstream's names),
+ * bootccm_node_initialization_duration_seconds (creation to taint removal),
+ * bootccm_node_initializations_total{source},
+ * bootccm_node_initialization_failures_total{reason}. */
+#ifndef BOOTCCM_CONTROLLERS_NODE_H
+#define BOOTCCM_CONTROLLERS_NODE_H
+
+#include <stdint.h>
+
+#include "cloud.h"
+#include "err.h"
+#include "kube/events.h"
+#include "kube/reflector.h"
+#include "kubeconfig.h"
+
+#define NODECTL_TAINT_UNINITIALIZED "node.cloudprovider.kubernetes.io/uninitialized"
+#define NODECTL_LOCAL_RETRY_MAX_NS (2LL * 1000000000LL)
+
+struct nodectl_config {
+	struct kubeconfig *kc;          /* borrowed; outlives the controller */
+	struct reflector *nodes;        /* not started yet: handlers are added */
+	const struct cloud_provider *provider;
+	void *provider_state;
+	const struct cloud_provider *fallback; /* local node only; NULL: none */
+	void *fallback_state;
+	struct events *events;          /* NULL: no Events */
+	const char *local_node;         /* --node-name */
+	int workers;                    /* --concurrent-node-syncs */
+	int64_t refresh_period_ns;      /* --node-status-update-frequency */
+	const char *user_agent;         /* NULL: "bootccm" */
+};
+
+struct nodectl;
+
+/* nodectl_new registers the controller's handlers on cfg->nodes (which must
+ * not be started yet) and copies cfg. Returns 0, ERR_NOT_IMPLEMENTED (the
+ * provider has no instances.metadata), ERR_INVALID, ERR_NOMEM. */
+int nodectl_new(const struct nodectl_config *cfg, struct nodectl **ret,
+    struct errbuf *e);
+
+/* nodectl_start starts the workers once the Node cache has synced. */
+int nodectl_start(struct nodectl *c, struct errbuf *e);
+
+/* nodectl_set_leading widens the scope to every Node (1) or narrows it back
+ * to the local node (0). Narrowing returns only when no sync of another
+ * node is in progress, so nothing is written for it afterwards. */
+void nodectl_set_leading(struct nodectl *c, int leading);
+
+/* nodectl_stop shuts the queue down and joins the workers. Idempotent. */
+void nodectl_stop(struct nodectl *c);
+void nodectl_free(struct nodectl *c);
+
+#endif
