@@ -1,0 +1,540 @@
+/* nodelifecycle.c - the cloud-node-lifecycle controller: a periodic pass over
+ * the cached Nodes that deletes those whose instance is definitively gone
+ * and keeps the shutdown taint in step with the instances' state. */
+#include "controllers/nodelifecycle.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "clock.h"
+#include "controllers/nodeview.h"
+#include "flags.h"
+#include "kube/client.h"
+#include "kube/node.h"
+#include "kube/store.h"
+#include "log.h"
+#include "metrics.h"
+
+#define NODELIFECYCLE_SYNC_POLL_NS (200 * NS_PER_MS) /* stop checks while the cache syncs */
+#define NODELIFECYCLE_STACK_SIZE (256 * 1024)        /* bytes */
+#define NODELIFECYCLE_TAINT_EFFECT "NoSchedule"
+/* upstream's ShutdownTaint: no value, no timeAdded */
+#define NODELIFECYCLE_TAINT_JSON \
+	"{\"key\":\"" NODELIFECYCLE_SHUTDOWN_TAINT "\",\"effect\":\"" NODELIFECYCLE_TAINT_EFFECT "\"}"
+
+struct nodelifecycle {
+	struct nodelifecycle_config cfg;  /* user_agent points at user_agent */
+	char *user_agent;
+	struct kube_client client;        /* the thread's own */
+	pthread_t thread;
+	int started;
+	pthread_mutex_t lock;             /* with cond: the sleeps between passes */
+	pthread_cond_t cond;
+	volatile sig_atomic_t stopping;   /* atomic; also the client's stop flag */
+	/* the controller thread's alone */
+	int told_not_implemented;         /* logged once: the provider cannot tell */
+	int warned_errors;                /* warned for the current run of failing passes */
+};
+
+/* What one pass saw, for its summary log lines. */
+struct nodelifecycle_pass {
+	int errors;                       /* nodes whose existence the provider could not tell */
+	char first_node[EVENTS_NAME_MAX + 1];
+	char first_err[ERRBUF_MAX];
+};
+
+/* The decision for a Node that is not Ready, once the provider has answered
+ * instances.exists. */
+enum nodelifecycle_verdict {
+	NODELIFECYCLE_KEEP,               /* the instance exists: check for shutdown */
+	NODELIFECYCLE_DELETE,
+	NODELIFECYCLE_REFUSE_ERROR,       /* the provider failed: no decision */
+	NODELIFECYCLE_REFUSE_NOT_IMPLEMENTED,
+	NODELIFECYCLE_REFUSE_NOT_DEFINITIVE,
+	NODELIFECYCLE_REFUSE_GRACE,       /* gone, but the Node is too young */
+};
+
+/* bootccm_node_lifecycle_deletions_refused_total's reason label, by verdict. */
+static const char *const nodelifecycle_refusals[] = {
+	[NODELIFECYCLE_REFUSE_ERROR] = "error",
+	[NODELIFECYCLE_REFUSE_NOT_IMPLEMENTED] = "not-implemented",
+	[NODELIFECYCLE_REFUSE_NOT_DEFINITIVE] = "not-definitive",
+	[NODELIFECYCLE_REFUSE_GRACE] = "grace-period",
+};
+
+static struct metric *nodelifecycle_m_deletions;
+static struct metric *nodelifecycle_m_refused;
+static struct metric *nodelifecycle_m_pass;
+static pthread_once_t nodelifecycle_metrics_once = PTHREAD_ONCE_INIT;
+
+static void
+nodelifecycle_metrics_init(void)
+{
+	nodelifecycle_m_deletions = metrics_counter("bootccm_node_lifecycle_deletions_total",
+	    "Nodes deleted because the provider said definitively that their instance "
+	    "does not exist.", NULL);
+	nodelifecycle_m_refused = metrics_counter(
+	    "bootccm_node_lifecycle_deletions_refused_total",
+	    "Checks of a not-Ready Node that did not delete it, by reason: the provider "
+	    "failed (error), cannot tell (not-implemented), is not definitive "
+	    "(not-definitive), or the Node is younger than the grace period (grace-period).",
+	    "reason");
+	nodelifecycle_m_pass = metrics_histogram("bootccm_node_lifecycle_pass_duration_seconds",
+	    "Time one pass of the node lifecycle controller over every Node took.", NULL,
+	    metrics_buckets_latency, metrics_buckets_latency_n);
+}
+
+static int
+nodelifecycle_stopping(struct nodelifecycle *c)
+{
+	return __atomic_load_n(&c->stopping, __ATOMIC_ACQUIRE);
+}
+
+/* nodelifecycle_sleep waits ns (nothing when ns <= 0) unless asked to stop;
+ * returns 1 when stopping. */
+static int
+nodelifecycle_sleep(struct nodelifecycle *c, int64_t ns)
+{
+	int64_t deadline = clock_mono_ns() + (ns > 0 ? ns : 0);
+	struct timespec ts;
+	int stop;
+
+	ts.tv_sec = (time_t)(deadline / NS_PER_S);
+	ts.tv_nsec = (long)(deadline % NS_PER_S);
+	pthread_mutex_lock(&c->lock);
+	while (!c->stopping && clock_mono_ns() < deadline)
+		pthread_cond_timedwait(&c->cond, &c->lock, &ts);
+	stop = c->stopping;
+	pthread_mutex_unlock(&c->lock);
+	return stop;
+}
+
+/* nodelifecycle_wait_synced waits for the Node cache, noticing a stop.
+ * Returns 1 once synced, 0 when stopping. */
+static int
+nodelifecycle_wait_synced(struct nodelifecycle *c)
+{
+	while (!nodelifecycle_stopping(c)) {
+		int64_t t0 = clock_mono_ns();
+		if (reflector_wait_synced(c->cfg.nodes, NODELIFECYCLE_SYNC_POLL_NS))
+			return 1;
+		/* a stopped reflector answers at once: do not spin */
+		if (nodelifecycle_sleep(c, NODELIFECYCLE_SYNC_POLL_NS - (clock_mono_ns() - t0)))
+			return 0;
+	}
+	return 0;
+}
+
+/* nodelifecycle_decide is the whole deletion policy ("never delete on
+ * doubt"): exists_rc and exists are instances.exists's answer, age_ns the
+ * Node's age (< 0: unknown). */
+static enum nodelifecycle_verdict
+nodelifecycle_decide(const struct cloud_provider *p, int exists_rc, int exists,
+    int64_t age_ns, int64_t grace_ns)
+{
+	if (exists_rc == 0 && exists)
+		return NODELIFECYCLE_KEEP;
+	if (exists_rc == 0)
+		exists_rc = ERR_NOT_FOUND;  /* "false" is upstream's InstanceNotFound */
+	if (exists_rc == ERR_NOT_IMPLEMENTED)
+		return NODELIFECYCLE_REFUSE_NOT_IMPLEMENTED;
+	if (exists_rc != ERR_NOT_FOUND)
+		return NODELIFECYCLE_REFUSE_ERROR;
+	if (!cloud_err_allows_delete(exists_rc, p))
+		return NODELIFECYCLE_REFUSE_NOT_DEFINITIVE;
+	if (age_ns < 0 || age_ns < grace_ns)
+		return NODELIFECYCLE_REFUSE_GRACE;
+	return NODELIFECYCLE_DELETE;
+}
+
+/* nodelifecycle_age_ns returns how long ago n was created, or -1 when it
+ * does not say. creationTimestamp has whole seconds, cut down: the Node may
+ * be up to a second younger than it says, so that second is not counted. */
+static int64_t
+nodelifecycle_age_ns(const struct kube_node *n)
+{
+	struct timespec now;
+	int64_t age;
+
+	if (n->creation_timestamp <= 0)
+		return -1;
+	clock_gettime(CLOCK_REALTIME, &now);
+	age = ((int64_t)now.tv_sec - n->creation_timestamp - 1) * NS_PER_S + now.tv_nsec;
+	return age > 0 ? age : 0;
+}
+
+static void
+nodelifecycle_ref(const struct kube_node *n, struct events_ref *ref)
+{
+	memset(ref, 0, sizeof(*ref));
+	ref->kind = "Node";
+	ref->name = n->name;
+	ref->uid = n->obj.uid;
+	ref->api_version = "v1";
+}
+
+/* nodelifecycle_patch sends ops (JSON text: a merge patch object or an array
+ * of JSON patch operations) to n with its cached resourceVersion as the
+ * precondition. A conflict (the Node changed since the cache saw it) is
+ * left to the next pass. */
+static void
+nodelifecycle_patch(struct nodelifecycle *c, const struct kube_node *n,
+    const char *ops, const char *what)
+{
+	struct errbuf e = { "" };
+	json_object *patch;
+	char *path = NULL;
+	int r;
+
+	if ((patch = json_tokener_parse(ops)) == NULL) {
+		log_error("Cannot build a patch", "node", n->name, "patch", ops, NULL);
+		return;
+	}
+	if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, NULL, NULL)) < 0)
+		errbuf_set(&e, r, "node %s: cannot build its path", n->name);
+	else if (json_object_is_type(patch, json_type_array))
+		r = kube_patch_json(&c->client, path, patch, n->obj.resource_version, NULL, NULL,
+		    &e);
+	else
+		r = kube_patch_merge(&c->client, path, patch, n->obj.resource_version, NULL, NULL,
+		    &e);
+	if (r == 0)
+		log_info(2, what, "node", n->name, "taint", NODELIFECYCLE_SHUTDOWN_TAINT, NULL);
+	else if (r == ERR_CONFLICT || r == ERR_NOT_FOUND)
+		log_info(2, "Node changed since it was cached; next pass", "node", n->name,
+		    "err", e.msg, NULL);
+	else if (!nodelifecycle_stopping(c))
+		log_error("Error patching node taints", "node", n->name, "err", e.msg, NULL);
+	free(path);
+	json_object_put(patch);
+}
+
+/* nodelifecycle_shutdown_taint returns the index of n's shutdown taint, or -1. */
+static long
+nodelifecycle_shutdown_taint(const struct kube_node *n)
+{
+	const struct kube_taint *t = kube_node_taint(n, NODELIFECYCLE_SHUTDOWN_TAINT,
+	    NODELIFECYCLE_TAINT_EFFECT);
+
+	return t ? (long)(t - n->taints) : -1;
+}
+
+static void
+nodelifecycle_untaint(struct nodelifecycle *c, const struct kube_node *n)
+{
+	char ops[128];
+	long i = nodelifecycle_shutdown_taint(n);
+
+	if (i < 0)
+		return;
+	/* the index is the cached Node's; the resourceVersion test makes sure
+	 * the server's list is that one */
+	snprintf(ops, sizeof(ops), "[{\"op\":\"remove\",\"path\":\"/spec/taints/%ld\"}]", i);
+	nodelifecycle_patch(c, n, ops, "Removed the shutdown taint from a Ready node");
+}
+
+static void
+nodelifecycle_taint(struct nodelifecycle *c, const struct kube_node *n)
+{
+	if (nodelifecycle_shutdown_taint(n) >= 0)
+		return;
+	/* appending keeps the other taints' timeAdded, which the cache does not
+	 * hold; a Node without taints may lack spec.taints (or spec): merge */
+	if (n->ntaints > 0)
+		nodelifecycle_patch(c, n, "[{\"op\":\"add\",\"path\":\"/spec/taints/-\","
+		    "\"value\":" NODELIFECYCLE_TAINT_JSON "}]", "Added the shutdown taint");
+	else
+		nodelifecycle_patch(c, n, "{\"spec\":{\"taints\":[" NODELIFECYCLE_TAINT_JSON "]}}",
+		    "Added the shutdown taint");
+}
+
+/* nodelifecycle_delete_body is DeleteOptions with preconditions on the
+ * cached uid and resourceVersion: a Node registered again under the name,
+ * or changed since the decision, is not deleted. NULL when out of memory. */
+static char *
+nodelifecycle_delete_body(const struct kube_node *n)
+{
+	json_object *o = json_object_new_object(), *pre = json_object_new_object();
+	char *s = NULL;
+
+	if (o == NULL || pre == NULL)
+		goto out;
+	if (n->obj.uid[0])
+		json_object_object_add(pre, "uid", json_object_new_string(n->obj.uid));
+	if (n->obj.resource_version[0])
+		json_object_object_add(pre, "resourceVersion",
+		    json_object_new_string(n->obj.resource_version));
+	json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
+	json_object_object_add(o, "kind", json_object_new_string("DeleteOptions"));
+	json_object_object_add(o, "preconditions", pre);
+	pre = NULL;
+	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
+out:
+	json_object_put(pre);
+	json_object_put(o);
+	return s;
+}
+
+static void
+nodelifecycle_delete(struct nodelifecycle *c, const struct kube_node *n)
+{
+	struct events_ref ref;
+	struct errbuf e = { "" };
+	char *path = NULL, *body;
+	int r;
+
+	nodelifecycle_ref(n, &ref);
+	log_info(2, "Deleting node since it is no longer present in cloud provider",
+	    "node", n->name, NULL);
+	events_recordf(c->cfg.events, &ref, EVENTS_NORMAL, "DeletingNode",
+	    "Deleting node %s because it does not exist in the cloud provider", n->name);
+	if ((body = nodelifecycle_delete_body(n)) == NULL)
+		r = errbuf_set(&e, ERR_NOMEM, "node %s: out of memory", n->name);
+	else if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, NULL, NULL)) < 0)
+		errbuf_set(&e, r, "node %s: cannot build its path", n->name);
+	else
+		r = kube_request(&c->client, "DELETE", path, "application/json", body, NULL,
+		    NULL, &e);
+	if (r == 0) {
+		metric_add(nodelifecycle_m_deletions, 1);
+		log_info(0, "Deleted node whose instance does not exist", "node", n->name, NULL);
+	} else if (r == ERR_NOT_FOUND) {
+		log_info(2, "Node already deleted", "node", n->name, NULL);
+	} else {
+		/* a failed precondition (409) is a Node re-registered or changed
+		 * since the cache saw it: the next pass looks at it again */
+		log_error("Unable to delete node", "node", n->name, "err", e.msg, NULL);
+		events_recordf(c->cfg.events, &ref, EVENTS_WARNING, "DeletingNodeFailed",
+		    "Failed deleting node %s: %s", n->name, e.msg);
+	}
+	free(body);
+	free(path);
+}
+
+/* nodelifecycle_refused counts and logs a not-Ready Node left in place. */
+static void
+nodelifecycle_refused(struct nodelifecycle *c, const struct kube_node *n,
+    enum nodelifecycle_verdict v, const struct errbuf *e, struct nodelifecycle_pass *p)
+{
+	metric_add(nodelifecycle_m_refused, 1, nodelifecycle_refusals[v]);
+	switch (v) {
+	case NODELIFECYCLE_REFUSE_NOT_IMPLEMENTED:
+		/* the metadata provider answers this for every Node, every pass */
+		if (!c->told_not_implemented)
+			log_info(0, "The cloud provider cannot tell whether instances exist: "
+			    "no Node is deleted or tainted as shut down", "provider",
+			    c->cfg.provider->name, "node", n->name, "err", e->msg, NULL);
+		c->told_not_implemented = 1;
+		break;
+	case NODELIFECYCLE_REFUSE_ERROR:
+		if (p->errors++ == 0) {
+			snprintf(p->first_node, sizeof(p->first_node), "%s", n->name);
+			snprintf(p->first_err, sizeof(p->first_err), "%s", e->msg);
+		}
+		log_info(2, "Error checking if node exists; not deleting it", "node", n->name,
+		    "err", e->msg, NULL);
+		break;
+	case NODELIFECYCLE_REFUSE_NOT_DEFINITIVE:
+		log_info(2, "The cloud provider says the instance does not exist, but its "
+		    "answers are not definitive; not deleting the node", "node", n->name,
+		    "provider", c->cfg.provider->name, NULL);
+		break;
+	case NODELIFECYCLE_REFUSE_GRACE:
+		log_info(2, "The instance does not exist, but the node is younger than the "
+		    "deletion grace period; not deleting it yet", "node", n->name, NULL);
+		break;
+	default:
+		break;
+	}
+}
+
+/* nodelifecycle_check handles a Node that is not Ready: delete it when its
+ * instance is definitively gone, else keep the shutdown taint in step. */
+static void
+nodelifecycle_check(struct nodelifecycle *c, const struct kube_node *n,
+    struct nodelifecycle_pass *p)
+{
+	const struct cloud_instances_ops *ops = c->cfg.provider->instances;
+	enum nodelifecycle_verdict v;
+	struct nodeview view;
+	struct errbuf e = { "" };
+	int r, exists = 0, shutdown = 0;
+
+	if (n->deletion_timestamp != 0)
+		return;  /* on its way out already */
+	if (nodeview_init(&view, n, &e) < 0) {
+		log_error("Cannot check node", "node", n->name, "err", e.msg, NULL);
+		return;
+	}
+	r = ops->exists(c->cfg.provider_state, &view.node, &exists, &e);
+	v = nodelifecycle_decide(c->cfg.provider, r, exists, nodelifecycle_age_ns(n),
+	    c->cfg.grace_period_ns);
+	if (v == NODELIFECYCLE_DELETE) {
+		nodelifecycle_delete(c, n);
+	} else if (v != NODELIFECYCLE_KEEP) {
+		nodelifecycle_refused(c, n, v, &e, p);
+	} else if (ops->shutdown != NULL) {
+		e.msg[0] = '\0';
+		r = ops->shutdown(c->cfg.provider_state, &view.node, &shutdown, &e);
+		if (r == 0 && shutdown)
+			nodelifecycle_taint(c, n);
+		else if (r < 0 && r != ERR_NOT_IMPLEMENTED)
+			log_info(2, "Error checking if node is shutdown", "node", n->name,
+			    "err", e.msg, NULL);
+	}
+	nodeview_free(&view);
+}
+
+/* nodelifecycle_summary warns once for a run of passes in which the
+ * provider failed, and says when it answers again. */
+static void
+nodelifecycle_summary(struct nodelifecycle *c, const struct nodelifecycle_pass *p)
+{
+	char count[24];
+
+	if (p->errors > 0 && !c->warned_errors) {
+		snprintf(count, sizeof(count), "%d", p->errors);
+		log_warn("The cloud provider could not tell whether instances exist; their "
+		    "Nodes are not deleted (repeats at -v=2)", "nodes", count, "firstNode",
+		    p->first_node, "err", p->first_err, NULL);
+		c->warned_errors = 1;
+	} else if (p->errors == 0 && c->warned_errors) {
+		log_info(0, "The cloud provider answers again whether instances exist", NULL);
+		c->warned_errors = 0;
+	}
+}
+
+/* nodelifecycle_pass is upstream's MonitorNodes over the cache. */
+static void
+nodelifecycle_pass(struct nodelifecycle *c)
+{
+	struct nodelifecycle_pass p = { .errors = 0 };
+	const struct store_obj **objs;
+	int64_t t0 = clock_mono_ns();
+	size_t n, i;
+
+	if (store_list(reflector_store(c->cfg.nodes), &objs, &n) < 0) {
+		log_error("Error listing nodes from cache", "err", "out of memory", NULL);
+		return;
+	}
+	for (i = 0; i < n && !nodelifecycle_stopping(c); i++) {
+		const struct kube_node *node = kube_node_of(objs[i]);
+		/* only Ready=True is ready: no condition yet counts as Unknown */
+		if (node->ready == KUBE_NODE_READY_TRUE)
+			nodelifecycle_untaint(c, node);
+		else
+			nodelifecycle_check(c, node, &p);
+	}
+	store_list_free(objs, n);
+	if (nodelifecycle_stopping(c))
+		return;  /* an aborted pass is no measure */
+	metric_observe(nodelifecycle_m_pass, (double)(clock_mono_ns() - t0) / NS_PER_S);
+	nodelifecycle_summary(c, &p);
+}
+
+static void *
+nodelifecycle_main(void *arg)
+{
+	struct nodelifecycle *c = arg;
+
+	if (!nodelifecycle_wait_synced(c))
+		return NULL;
+	log_info(2, "Node lifecycle controller started", "provider", c->cfg.provider->name,
+	    NULL);
+	/* like wait.Until: the period runs from the end of one pass */
+	do
+		nodelifecycle_pass(c);
+	while (!nodelifecycle_sleep(c, c->cfg.monitor_period_ns));
+	return NULL;
+}
+
+int
+nodelifecycle_start(const struct nodelifecycle_config *cfg, struct nodelifecycle **ret,
+    struct errbuf *e)
+{
+	const struct cloud_provider *p = cfg->provider;
+	struct nodelifecycle *c;
+	pthread_condattr_t ca;
+	pthread_attr_t attr;
+	int rc;
+
+	if (p == NULL || p->instances == NULL || p->instances->exists == NULL) {
+		*ret = NULL;
+		return errbuf_set(e, ERR_NOT_IMPLEMENTED, "cloud provider %s cannot tell whether "
+		    "instances exist: node lifecycle controller not started",
+		    p && p->name ? p->name : "(none)");
+	}
+	if (cfg->kc == NULL || cfg->nodes == NULL)
+		return errbuf_set(e, ERR_INTERNAL, "node lifecycle controller: no kubeconfig or "
+		    "Node cache");
+	pthread_once(&nodelifecycle_metrics_once, nodelifecycle_metrics_init);
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "node lifecycle controller: out of memory");
+	c->cfg = *cfg;
+	if (c->cfg.monitor_period_ns <= 0)
+		c->cfg.monitor_period_ns = NS_PER_S;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	if ((c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "bootccm")) == NULL ||
+	    kube_client_init(&c->client, cfg->kc, c->user_agent) < 0) {
+		nodelifecycle_free(c);
+		return errbuf_set(e, ERR_NOMEM, "node lifecycle controller: out of memory");
+	}
+	c->cfg.user_agent = c->user_agent;
+	kube_client_set_stop(&c->client, &c->stopping);
+	pthread_attr_init(&attr);
+	pthread_attr_setstacksize(&attr, NODELIFECYCLE_STACK_SIZE);
+	rc = pthread_create(&c->thread, &attr, nodelifecycle_main, c);
+	pthread_attr_destroy(&attr);
+	if (rc != 0) {
+		nodelifecycle_free(c);
+		return errbuf_set(e, rc == EAGAIN ? ERR_NOMEM : ERR_INTERNAL,
+		    "node lifecycle controller: cannot start a thread: %s", strerror(rc));
+	}
+	c->started = 1;
+	*ret = c;
+	return 0;
+}
+
+void
+nodelifecycle_stop(struct nodelifecycle *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->lock);
+	__atomic_store_n(&c->stopping, 1, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&c->cond);
+	pthread_mutex_unlock(&c->lock);
+	/* a request in flight (the API server slow to answer) ends at once */
+	if (c->client.http)
+		http_client_abort(c->client.http);
+	if (c->started) {
+		pthread_join(c->thread, NULL);
+		c->started = 0;
+	}
+}
+
+void
+nodelifecycle_free(struct nodelifecycle *c)
+{
+	if (c == NULL)
+		return;
+	nodelifecycle_stop(c);
+	if (c->client.http)
+		kube_client_cleanup(&c->client);
+	free(c->user_agent);
+	pthread_cond_destroy(&c->cond);
+	pthread_mutex_destroy(&c->lock);
+	free(c);
+}
