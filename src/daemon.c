@@ -11,6 +11,9 @@
 #include <time.h>
 
 #include "clock.h"
+#include "cloud.h"
+#include "controllers/node.h"
+#include "controllers/nodelifecycle.h"
 #include "err.h"
 #include "flags.h"
 #include "kube/client.h"
@@ -21,12 +24,16 @@
 #include "kube/service.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "../providers/metadata/metadata.h" /* the local node's fallback */
 #include "serve.h"
 #include "version.h" /* generated: build/gen/version.h */
 
 #define WAIT_BACKOFF_MIN_MS 50     /* first retry while the API server is down */
 #define WAIT_BACKOFF_MAX_MS 400    /* cap: an API server that comes up is seen at once */
 #define WAIT_REPORT_S 30           /* repeat "still waiting" this often */
+/* the reflectors' retry cap: a missing RBAC binding (403) that appears, or an
+ * API server back from an outage, is seen within this */
+#define DAEMON_REFLECTOR_BACKOFF_MAX_NS (4 * NS_PER_S)
 
 volatile sig_atomic_t daemon_stop;
 
@@ -219,6 +226,11 @@ struct daemon {
 	struct reflector *services;  /* the service controller's cache */
 	struct lease *lease;         /* NULL with --leader-elect=false */
 	struct events *events;
+	const struct cloud_provider *provider;   /* NULL: no --cloud-provider */
+	void *provider_state;
+	void *fallback_state;        /* the metadata provider, for the local node */
+	struct nodectl *nodectl;     /* cloud-node: every replica (local node) */
+	struct nodelifecycle *lifecycle; /* cloud-node-lifecycle: the leader only */
 };
 
 /* /readyz: ready once every reflector's first LIST has been delivered. The
@@ -252,11 +264,33 @@ static void
 daemon_started_leading(void *arg)
 {
 	struct daemon *d = arg;
+	struct errbuf e = { "" };
 
 	log_info(0, "Started leading: the shared controllers run on this replica",
 	    "node", d->o->node_name, NULL);
+	if (d->nodectl)
+		nodectl_set_leading(d->nodectl, 1);
+	if (d->provider && options_controller_enabled(d->o, OPTIONS_CTRL_CLOUD_NODE_LIFECYCLE)) {
+		struct nodelifecycle_config lc = {
+			.kc = &d->kc,
+			.nodes = d->nodes,
+			.provider = d->provider,
+			.provider_state = d->provider_state,
+			.events = d->events,
+			.monitor_period_ns = d->o->node_monitor_period_ns,
+			.grace_period_ns = d->o->node_deletion_grace_period_ns,
+			.user_agent = "bootccm/" BOOTCCM_VERSION,
+		};
+		int r = nodelifecycle_start(&lc, &d->lifecycle, &e);
+		if (r == ERR_NOT_IMPLEMENTED)
+			log_info(1, "cloud-node-lifecycle does not run", "reason", e.msg, NULL);
+		else if (r < 0)
+			log_error("Cannot start cloud-node-lifecycle", "err", e.msg, NULL);
+	}
 }
 
+/* daemon_stopped_leading returns once the shared controllers have stopped
+ * writing: before the Lease can pass to another replica (invariant 7). */
 static void
 daemon_stopped_leading(void *arg)
 {
@@ -264,6 +298,78 @@ daemon_stopped_leading(void *arg)
 
 	log_info(0, "Stopped leading: the shared controllers stop on this replica",
 	    "node", d->o->node_name, NULL);
+	nodelifecycle_free(d->lifecycle);
+	d->lifecycle = NULL;
+	if (d->nodectl)
+		nodectl_set_leading(d->nodectl, 0);
+}
+
+/* daemon_provider initializes --cloud-provider and, when it is not the
+ * metadata provider itself, the metadata provider as the local node's
+ * fallback. No --cloud-provider: no cloud controllers. */
+static int
+daemon_provider(struct daemon *d, struct errbuf *e)
+{
+	const struct options *o = d->o;
+	struct cloud_config cc = {
+		.node_name = o->node_name,
+		.config_path = o->cloud_config,
+		.md_cloud = o->metadata_cloud,
+		.md_endpoint = o->metadata_endpoint,
+		.md_dmi_dir = o->metadata_dmi_dir,
+		.md_config_drive = o->metadata_config_drive,
+		.stop = &daemon_stop,
+	};
+	int r;
+
+	if (o->cloud_provider == NULL || *o->cloud_provider == '\0') {
+		log_warn("No --cloud-provider: the cloud controllers do not run", NULL);
+		return 0;
+	}
+	if ((r = cloud_provider_lookup(o->cloud_provider, &d->provider, e)) < 0 ||
+	    (r = d->provider->init(&cc, &d->provider_state, e)) < 0) {
+		d->provider = NULL;
+		return r;
+	}
+	if (d->provider != &metadata_provider) {
+		struct errbuf fe = { "" };
+		cc.config_path = NULL;
+		if (metadata_provider.init(&cc, &d->fallback_state, &fe) < 0) {
+			d->fallback_state = NULL;
+			log_warn("No instance metadata fallback for the local node", "err", fe.msg, NULL);
+		}
+	}
+	return 0;
+}
+
+/* daemon_nodectl creates the cloud-node controller on the node reflector
+ * (before it starts: the controller adds its handlers). */
+static int
+daemon_nodectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
+{
+	struct nodectl_config nc = {
+		.kc = &d->kc,
+		.nodes = nodes,
+		.provider = d->provider,
+		.provider_state = d->provider_state,
+		.fallback = d->fallback_state ? &metadata_provider : NULL,
+		.fallback_state = d->fallback_state,
+		.events = d->events,
+		.local_node = d->o->node_name,
+		.workers = d->o->concurrent_node_syncs,
+		.refresh_period_ns = d->o->node_status_update_frequency_ns,
+		.user_agent = "bootccm/" BOOTCCM_VERSION,
+	};
+	int r;
+
+	if (d->provider == NULL || !options_controller_enabled(d->o, OPTIONS_CTRL_CLOUD_NODE))
+		return 0;
+	r = nodectl_new(&nc, &d->nodectl, e);
+	if (r == ERR_NOT_IMPLEMENTED) {
+		log_info(1, "cloud-node does not run", "reason", e->msg, NULL);
+		return 0;
+	}
+	return r;
 }
 
 /* daemon_informers creates and starts the reflectors every replica runs. */
@@ -276,6 +382,7 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 		.decode = kube_node_decode_obj,
 		.user_agent = "bootccm/" BOOTCCM_VERSION,
 		.resync_ns = d->o->min_resync_period_ns,
+		.backoff_max_ns = DAEMON_REFLECTOR_BACKOFF_MAX_NS,
 	};
 	struct reflector_config services = {
 		.resource = "services",
@@ -284,6 +391,7 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 		.decode = kube_service_decode_obj,
 		.user_agent = "bootccm/" BOOTCCM_VERSION,
 		.resync_ns = d->o->min_resync_period_ns,
+		.backoff_max_ns = DAEMON_REFLECTOR_BACKOFF_MAX_NS,
 	};
 	int r;
 
@@ -291,8 +399,12 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 
 	if ((r = reflector_new(&d->kc, &nodes, &rn, e)) < 0 ||
 	    (r = reflector_new(&d->kc, &services, &rs, e)) < 0 ||
+	    (r = daemon_nodectl(d, rn, e)) < 0 ||
 	    (r = reflector_start(rn, e)) < 0 ||
-	    (r = reflector_start(rs, e)) < 0) {
+	    (r = reflector_start(rs, e)) < 0 ||
+	    (d->nodectl && (r = nodectl_start(d->nodectl, e)) < 0)) {
+		nodectl_free(d->nodectl);
+		d->nodectl = NULL;
 		reflector_free(rn);
 		reflector_free(rs);
 		return r;
@@ -325,6 +437,13 @@ daemon_run(const struct options *o)
 	    "kubeconfig", d.kc.source, "server", d.kc.server, "node", o->node_name,
 	    "cloudProvider", o->cloud_provider ? o->cloud_provider : "", NULL);
 	kube_ratelimit_init(o->kube_api_qps, o->kube_api_burst);
+	if (daemon_provider(&d, &e) < 0) {
+		log_error("Cannot start the cloud provider", "provider", o->cloud_provider,
+		    "err", e.msg, NULL);
+		kube_client_cleanup(&c);
+		kubeconfig_free(&d.kc);
+		return 1;
+	}
 
 	/* probes answer from the start: alive while waiting, not ready */
 	if (serve_add_readyz("informer-sync", daemon_ready_informers, &d) < 0 ||
@@ -383,11 +502,17 @@ stop:
 	/* the serving thread reads the reflectors and the lease: it goes first */
 	serve_stop();
 	lease_free(d.lease);
+	nodelifecycle_free(d.lifecycle);
+	nodectl_free(d.nodectl);    /* its workers read the node cache */
 	reflector_free(d.nodes);
 	reflector_free(d.services);
 	if (d.events)
 		events_stop(d.events, 2 * NS_PER_S);
 	events_free(d.events);
+	if (d.provider)
+		d.provider->free(d.provider_state);
+	if (d.fallback_state)
+		metadata_provider.free(d.fallback_state);
 	kube_client_cleanup(&c);
 	kubeconfig_free(&d.kc);
 	return rc;

@@ -24,19 +24,20 @@
  * NODECTL_LOCAL_RETRY_MAX_NS so a metadata service that comes up late is seen
  * soon).
  *
- * Metrics: node_controller_cloud_provider_taint_removal_delay_seconds and
- * node_controller_initial_node_sync_delay_seconds (upstream's names),
- * bootccm_node_initialization_duration_seconds (creation to taint removal),
+ * Metrics: node_controller_cloud_provider_taint_removal_delay_seconds
+ * (upstream's name: seconds from the Node's creation to the taint's removal),
  * bootccm_node_initializations_total{source},
  * bootccm_node_initialization_failures_total{reason}. */
 #ifndef BOOTCCM_CONTROLLERS_NODE_H
 #define BOOTCCM_CONTROLLERS_NODE_H
 
 #include <stdint.h>
+#include <json-c/json.h>
 
 #include "cloud.h"
 #include "err.h"
 #include "kube/events.h"
+#include "kube/node.h"
 #include "kube/reflector.h"
 #include "kubeconfig.h"
 
@@ -76,5 +77,28 @@ void nodectl_set_leading(struct nodectl *c, int leading);
 /* nodectl_stop shuts the queue down and joins the workers. Idempotent. */
 void nodectl_stop(struct nodectl *c);
 void nodectl_free(struct nodectl *c);
+
+/* --- the pure parts, for tests -------------------------------------------- */
+
+/* nodectl_addresses computes the Node's addresses from the instance's, with
+ * upstream's rules: the addresses equal to the provided node IPs first, then
+ * those of the types no node IP matched; the kubelet's Hostname kept when the
+ * instance has none. out has room for CLOUD_ADDRS_MAX + 1. A provided node IP
+ * the instance does not list is ERR_PERMANENT, a malformed one ERR_INVALID. */
+int nodectl_addresses(const struct kube_node *n, const struct cloud_instance_metadata *m,
+    struct cloud_address *out, size_t *ret_n, struct errbuf *e);
+
+/* nodectl_node_ops builds the JSON patch (without the resourceVersion test)
+ * of the second write: labels (GA and beta from the instance, overwritten
+ * like upstream; additional labels only when absent and not under
+ * kubernetes.io/ or k8s.io/), spec.providerID when the Node has none, and the
+ * uninitialized taint removed (a test of its key first; the other taints stay
+ * as they are, timeAdded included). m NULL: only copy beta labels to missing
+ * GA ones (initialized nodes). Returns an array, possibly empty. */
+json_object *nodectl_node_ops(const struct kube_node *n,
+    const struct cloud_instance_metadata *m);
+
+/* nodectl_status_patch builds {"status":{"addresses":[...]}}. */
+json_object *nodectl_status_patch(const struct cloud_address *a, size_t k);
 
 #endif

@@ -1,0 +1,929 @@
+/* node.c - the cloud-node controller (contract in node.h). */
+#include "controllers/node.h"
+
+#include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "clock.h"
+#include "controllers/nodeview.h"
+#include "kube/client.h"
+#include "kube/node.h"
+#include "kube/workqueue.h"
+#include "log.h"
+#include "metrics.h"
+
+#define NODECTL_QUEUE "cloud-node"
+#define NODECTL_CONFLICT_TRIES 5        /* fresh reads after a conflict, per sync */
+#define NODECTL_PERMANENT_FAST_TRIES 3  /* backoff retries of a permanent failure */
+#define NODECTL_PERMANENT_RETRY_NS (60LL * NS_PER_S) /* then this often */
+
+/* Labels upstream sets from the instance metadata: GA and beta. */
+static const struct {
+	const char *ga;
+	const char *beta;
+} nodectl_topology[] = {
+	{ CLOUD_LABEL_INSTANCE_TYPE, "beta.kubernetes.io/instance-type" },
+	{ CLOUD_LABEL_ZONE, "failure-domain.beta.kubernetes.io/zone" },
+	{ CLOUD_LABEL_REGION, "failure-domain.beta.kubernetes.io/region" },
+};
+#define NODECTL_TOPOLOGY_N (sizeof(nodectl_topology) / sizeof(nodectl_topology[0]))
+
+struct nodectl {
+	struct nodectl_config cfg;      /* strings below are the copies */
+	char *local_node;
+	char *user_agent;
+	struct wq *q;
+	pthread_t *workers;
+	int nworkers;
+	pthread_t refresher;
+	int refresher_started;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int leading;                    /* under mu; read atomically by handlers */
+	int remote_inflight;            /* syncs of other nodes in progress (mu) */
+	int stopping;                   /* under mu */
+	int64_t local_delay_ns;         /* the local node's next retry delay (mu) */
+	volatile sig_atomic_t stop;     /* the clients abandon retries */
+};
+
+static struct metric *m_delay, *m_inits, *m_failures;
+static pthread_once_t nodectl_metrics_once = PTHREAD_ONCE_INIT;
+
+static void
+nodectl_metrics_init(void)
+{
+	static const double buckets[] = {
+		0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600,
+	};
+
+	m_delay = metrics_histogram("node_controller_cloud_provider_taint_removal_delay_seconds",
+	    "Seconds from a Node's creation to the removal of its uninitialized taint.",
+	    NULL, buckets, sizeof(buckets) / sizeof(buckets[0]));
+	m_inits = metrics_counter("bootccm_node_initializations_total",
+	    "Nodes initialized, by the source of their instance metadata.", "source");
+	m_failures = metrics_counter("bootccm_node_initialization_failures_total",
+	    "Failed node initialization attempts, by reason.", "reason");
+}
+
+/* --- the wanted state: pure functions of a Node and its instance ---------- */
+
+/* A parsed IP: family and 16 bytes (IPv4 in the first 4). */
+struct nodectl_ip {
+	int family;
+	unsigned char b[16];
+};
+
+static int
+nodectl_ip_parse(const char *s, size_t len, struct nodectl_ip *ip)
+{
+	char tmp[INET6_ADDRSTRLEN + 1];
+
+	if (len == 0 || len >= sizeof(tmp))
+		return ERR_INVALID;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	memset(ip, 0, sizeof(*ip));
+	if (inet_pton(AF_INET, tmp, ip->b) == 1)
+		ip->family = AF_INET;
+	else if (strchr(tmp, '%') == NULL && inet_pton(AF_INET6, tmp, ip->b) == 1)
+		ip->family = AF_INET6;
+	else
+		return ERR_INVALID;
+	return 0;
+}
+
+static int
+nodectl_ip_equal(const struct nodectl_ip *a, const char *s)
+{
+	struct nodectl_ip b;
+
+	return nodectl_ip_parse(s, strlen(s), &b) == 0 && a->family == b.family &&
+	    memcmp(a->b, b.b, sizeof(a->b)) == 0;
+}
+
+/* nodectl_provided_ips parses the provided-node-ip annotation: one IP or an
+ * IPv4/IPv6 pair. Returns how many (0 when absent) or ERR_INVALID. */
+static int
+nodectl_provided_ips(const struct kube_node *n, struct nodectl_ip ips[2], struct errbuf *e)
+{
+	const char *v = kube_node_annotation(n, CLOUD_PROVIDED_NODE_IP), *comma;
+	int k;
+
+	if (v == NULL || *v == '\0')
+		return 0;
+	comma = strchr(v, ',');
+	k = comma ? 2 : 1;
+	if (nodectl_ip_parse(v, comma ? (size_t)(comma - v) : strlen(v), &ips[0]) < 0 ||
+	    (comma && nodectl_ip_parse(comma + 1, strlen(comma + 1), &ips[1]) < 0) ||
+	    (comma && ips[0].family == ips[1].family))
+		return errbuf_set(e, ERR_INVALID, "node %s: annotation %s \"%.100s\" is not an IP "
+		    "or an IPv4,IPv6 pair", n->name, CLOUD_PROVIDED_NODE_IP, v);
+	return k;
+}
+
+int
+nodectl_addresses(const struct kube_node *n, const struct cloud_instance_metadata *m,
+    struct cloud_address *out, size_t *ret_n, struct errbuf *e)
+{
+	struct nodectl_ip ips[2];
+	unsigned matched_types = 0;
+	size_t k = 0, i;
+	int nips, j, hostname = 0;
+
+	if ((nips = nodectl_provided_ips(n, ips, e)) < 0)
+		return nips;
+	for (j = 0; j < nips; j++) {
+		for (i = 0; i < m->n_addresses; i++)
+			if (nodectl_ip_equal(&ips[j], m->addresses[i].address))
+				break;
+		if (i == m->n_addresses) {
+			char ipbuf[INET6_ADDRSTRLEN];
+			inet_ntop(ips[j].family, ips[j].b, ipbuf, sizeof(ipbuf));
+			return errbuf_set(e, ERR_PERMANENT, "node %s: provided node IP %s (annotation "
+			    "%s) is not among the instance's %zu addresses", n->name, ipbuf,
+			    CLOUD_PROVIDED_NODE_IP, m->n_addresses);
+		}
+		out[k++] = m->addresses[i];
+		matched_types |= 1u << m->addresses[i].type;
+	}
+	for (i = 0; i < m->n_addresses && k < CLOUD_ADDRS_MAX; i++)
+		if (!(matched_types & (1u << m->addresses[i].type)))
+			out[k++] = m->addresses[i];
+	for (i = 0; i < k; i++)
+		hostname |= out[i].type == MD_ADDR_HOSTNAME;
+	for (i = 0; !hostname && i < n->naddresses && k < CLOUD_ADDRS_MAX + 1; i++) {
+		const char *a = n->addresses[i].address;
+		if (n->addresses[i].type && strcmp(n->addresses[i].type, "Hostname") == 0 &&
+		    a != NULL && strlen(a) < sizeof(out[k].address)) {
+			out[k].type = MD_ADDR_HOSTNAME;
+			memcpy(out[k].address, a, strlen(a) + 1);
+			k++;
+		}
+	}
+	*ret_n = k;
+	return 0;
+}
+
+/* nodectl_addresses_equal: the Node already has exactly these, in order. */
+static int
+nodectl_addresses_equal(const struct kube_node *n, const struct cloud_address *a, size_t k)
+{
+	if (n->naddresses != k)
+		return 0;
+	for (size_t i = 0; i < k; i++)
+		if (n->addresses[i].type == NULL || n->addresses[i].address == NULL ||
+		    strcmp(n->addresses[i].type, md_addr_type_name(a[i].type)) != 0 ||
+		    strcmp(n->addresses[i].address, a[i].address) != 0)
+			return 0;
+	return 1;
+}
+
+/* nodectl_label_reserved: additional labels under kubernetes.io/ or k8s.io/
+ * (or a subdomain of either) are dropped, like upstream. */
+static int
+nodectl_label_reserved(const char *key)
+{
+	const char *slash = strchr(key, '/');
+	static const char *const dom[] = { "kubernetes.io", "k8s.io" };
+
+	if (slash == NULL)
+		return 0;
+	for (size_t i = 0; i < 2; i++) {
+		size_t dl = strlen(dom[i]), pl = (size_t)(slash - key);
+		if (pl == dl && strncmp(key, dom[i], dl) == 0)
+			return 1;
+		if (pl > dl && key[pl - dl - 1] == '.' && strncmp(key + pl - dl, dom[i], dl) == 0)
+			return 1;
+	}
+	return 0;
+}
+
+/* JSON Pointer escaping of one reference token (RFC 6901). */
+static json_object *
+nodectl_pointer(const char *prefix, const char *token)
+{
+	char buf[CLOUD_LABEL_KEY_MAX * 2 + 64];
+	size_t o = (size_t)snprintf(buf, sizeof(buf), "%s", prefix);
+
+	for (const char *p = token; *p && o + 3 < sizeof(buf); p++) {
+		if (*p == '~' || *p == '/') {
+			buf[o++] = '~';
+			buf[o++] = *p == '~' ? '0' : '1';
+		} else {
+			buf[o++] = *p;
+		}
+	}
+	buf[o] = '\0';
+	return json_object_new_string(buf);
+}
+
+static void
+nodectl_op(json_object *ops, const char *op, json_object *path, json_object *value)
+{
+	json_object *o = json_object_new_object();
+
+	json_object_object_add(o, "op", json_object_new_string(op));
+	json_object_object_add(o, "path", path);
+	if (value != NULL)
+		json_object_object_add(o, "value", value);
+	json_object_array_add(ops, o);
+}
+
+/* nodectl_label_ops adds one label unless the Node has it with that value. */
+static void
+nodectl_label_op(json_object *ops, json_object *all, const struct kube_node *n,
+    const char *key, const char *value, int overwrite)
+{
+	const char *cur = kube_node_label(n, key);
+
+	if (value == NULL || *value == '\0' || (cur != NULL && (!overwrite || strcmp(cur, value) == 0)))
+		return;
+	if (all != NULL)
+		json_object_object_add(all, key, json_object_new_string(value));
+	else
+		nodectl_op(ops, "add", nodectl_pointer("/metadata/labels/", key),
+		    json_object_new_string(value));
+}
+
+json_object *
+nodectl_node_ops(const struct kube_node *n, const struct cloud_instance_metadata *m)
+{
+	json_object *ops = json_object_new_array();
+	json_object *all = n->nlabels == 0 ? json_object_new_object() : NULL;
+	size_t i;
+
+	for (i = 0; i < NODECTL_TOPOLOGY_N; i++) {
+		const char *v;
+		if (m == NULL) {
+			v = kube_node_label(n, nodectl_topology[i].beta);
+			nodectl_label_op(ops, all, n, nodectl_topology[i].ga, v, 0);
+			continue;
+		}
+		v = i == 0 ? m->instance_type : i == 1 ? m->zone : m->region;
+		nodectl_label_op(ops, all, n, nodectl_topology[i].ga, v, 1);
+		nodectl_label_op(ops, all, n, nodectl_topology[i].beta, v, 1);
+	}
+	for (i = 0; m != NULL && i < m->n_labels; i++)
+		if (!nodectl_label_reserved(m->labels[i].key))
+			nodectl_label_op(ops, all, n, m->labels[i].key, m->labels[i].value, 0);
+	if (all != NULL) {
+		if (json_object_object_length(all) > 0)
+			nodectl_op(ops, "add", json_object_new_string("/metadata/labels"), all);
+		else
+			json_object_put(all);
+	}
+	if (m != NULL && (n->provider_id == NULL || *n->provider_id == '\0') &&
+	    m->provider_id[0] != '\0')
+		nodectl_op(ops, "add", json_object_new_string("/spec/providerID"),
+		    json_object_new_string(m->provider_id));
+	for (i = 0; m != NULL && i < n->ntaints; i++) {
+		if (strcmp(n->taints[i].key, NODECTL_TAINT_UNINITIALIZED) != 0)
+			continue;
+		char path[64];
+		snprintf(path, sizeof(path), "/spec/taints/%zu/key", i);
+		nodectl_op(ops, "test", json_object_new_string(path),
+		    json_object_new_string(NODECTL_TAINT_UNINITIALIZED));
+		snprintf(path, sizeof(path), "/spec/taints/%zu", i);
+		nodectl_op(ops, "remove", json_object_new_string(path), NULL);
+		break;  /* indexes after it moved: one taint per write */
+	}
+	return ops;
+}
+
+json_object *
+nodectl_status_patch(const struct cloud_address *a, size_t k)
+{
+	json_object *p = json_object_new_object(), *st = json_object_new_object();
+	json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; i < k; i++) {
+		json_object *o = json_object_new_object();
+		json_object_object_add(o, "type", json_object_new_string(md_addr_type_name(a[i].type)));
+		json_object_object_add(o, "address", json_object_new_string(a[i].address));
+		json_object_array_add(arr, o);
+	}
+	json_object_object_add(st, "addresses", arr);
+	json_object_object_add(p, "status", st);
+	return p;
+}
+
+/* --- the controller ------------------------------------------------------- */
+
+static int
+nodectl_is_local(const struct nodectl *c, const char *name)
+{
+	return c->local_node != NULL && strcmp(name, c->local_node) == 0;
+}
+
+/* nodectl_needs_work: tainted, or (for the leader) a beta label to copy. */
+static int
+nodectl_needs_work(const struct kube_node *n, int leading)
+{
+	if (n->deletion_timestamp != 0)
+		return 0;
+	if (kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL)
+		return 1;
+	for (size_t i = 0; leading && i < NODECTL_TOPOLOGY_N; i++)
+		if (kube_node_label(n, nodectl_topology[i].beta) != NULL &&
+		    kube_node_label(n, nodectl_topology[i].ga) == NULL)
+			return 1;
+	return 0;
+}
+
+static void
+nodectl_enqueue(struct nodectl *c, const struct store_obj *o)
+{
+	const struct kube_node *n = kube_node_of(o);
+	int leading = __atomic_load_n(&c->leading, __ATOMIC_ACQUIRE);
+
+	if ((leading || nodectl_is_local(c, n->name)) && nodectl_needs_work(n, leading))
+		wq_add(c->q, n->name);
+}
+
+static void
+nodectl_on_add(const struct store_obj *o, void *arg)
+{
+	nodectl_enqueue(arg, o);
+}
+
+static void
+nodectl_on_update(const struct store_obj *old, const struct store_obj *o, void *arg)
+{
+	(void)old;
+	nodectl_enqueue(arg, o);
+}
+
+static void
+nodectl_event(struct nodectl *c, const struct kube_node *n, const char *type,
+    const char *reason, const char *msg)
+{
+	struct events_ref ref = {
+		.kind = "Node", .name = n->name, .uid = n->obj.uid, .api_version = "v1",
+	};
+
+	events_record(c->cfg.events, &ref, type, reason, msg);
+}
+
+/* nodectl_instance asks the provider, and for the local node falls back to
+ * the metadata provider when the provider cannot answer. *ret_fallback gets
+ * the provider's error when the fallback answered. */
+static int
+nodectl_instance(struct nodectl *c, const struct kube_node *n,
+    struct cloud_instance_metadata *m, char *fallback_err, size_t flen, struct errbuf *e)
+{
+	struct nodeview v;
+	struct errbuf fe;
+	int r;
+
+	fallback_err[0] = '\0';
+	if ((r = nodeview_init(&v, n, e)) < 0)
+		return r;
+	memset(m, 0, sizeof(*m));
+	r = c->cfg.provider->instances->metadata(c->cfg.provider_state, &v.node, m, e);
+	if (r < 0 && r != ERR_NOMEM && c->cfg.fallback != NULL && nodectl_is_local(c, n->name)) {
+		memset(m, 0, sizeof(*m));
+		int fr = c->cfg.fallback->instances->metadata(c->cfg.fallback_state, &v.node, m, &fe);
+		if (fr == 0) {
+			snprintf(fallback_err, flen, "provider %s: %s", c->cfg.provider->name, e->msg);
+			r = 0;
+		} else {
+			errbuf_set(e, r, "%s; metadata fallback: %s", e->msg, fe.msg);
+		}
+	}
+	nodeview_free(&v);
+	return r;
+}
+
+static const char *
+nodectl_source_phrase(const char *source)
+{
+	if (strcmp(source, CLOUD_SOURCE_METADATA) == 0)
+		return "the instance metadata service";
+	if (strcmp(source, CLOUD_SOURCE_KUBELET) == 0)
+		return "what its kubelet reported at registration";
+	return "the cloud provider API";
+}
+
+static const char *
+nodectl_failure_reason(int r)
+{
+	switch (r) {
+	case ERR_CONFLICT:
+		return "conflict";
+	case ERR_INVALID:
+		return "invalid";
+	default:
+		return err_retryable(r) ? "transient" : "permanent";
+	}
+}
+
+static int64_t
+nodectl_now_s(void)
+{
+	return (int64_t)time(NULL);
+}
+
+/* nodectl_get reads the Node afresh (after a conflict). */
+static int
+nodectl_get(struct kube_client *kc, const char *name, const struct kube_node **ret,
+    struct errbuf *e)
+{
+	json_object *o = NULL;
+	char *path = NULL;
+	int r;
+
+	if ((r = kube_path(&path, "/api/v1", NULL, "nodes", name, NULL, NULL)) < 0)
+		return errbuf_set(e, r, "node %s: bad name", name);
+	r = kube_request(kc, "GET", path, NULL, NULL, &o, NULL, e);
+	free(path);
+	if (r == 0) {
+		r = kube_node_decode(o, ret, e);
+		json_object_put(o);
+	}
+	return r;
+}
+
+static const char *
+nodectl_rv(json_object *o)
+{
+	json_object *md, *rv;
+
+	if (o != NULL && json_object_object_get_ex(o, "metadata", &md) &&
+	    json_object_object_get_ex(md, "resourceVersion", &rv) &&
+	    json_object_is_type(rv, json_type_string))
+		return json_object_get_string(rv);
+	return NULL;
+}
+
+/* nodectl_write makes the Node match m in at most two writes: the status's
+ * addresses (skipped when equal), then labels, providerID and the taint.
+ * Returns 0, ERR_CONFLICT (the Node changed: re-read and retry), or another
+ * error. */
+static int
+nodectl_write(struct kube_client *kc, const struct kube_node *n,
+    const struct cloud_instance_metadata *m, int initialize, struct errbuf *e)
+{
+	struct cloud_address *addrs;
+	json_object *patch = NULL, *ret = NULL, *ops = NULL;
+	const char *rv = n->obj.resource_version;
+	char *path = NULL, rvbuf[128];
+	size_t k = 0;
+	int r;
+
+	if ((addrs = calloc(CLOUD_ADDRS_MAX + 1, sizeof(*addrs))) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "node %s: out of memory", n->name);
+	if ((r = nodectl_addresses(n, m, addrs, &k, e)) < 0)
+		goto out;
+	if (initialize && (n->provider_id == NULL || *n->provider_id == '\0') &&
+	    m->provider_id[0] == '\0') {
+		r = errbuf_set(e, ERR_PERMANENT, "node %s: the provider gave no providerID and the "
+		    "Node has none", n->name);
+		goto out;
+	}
+	if (k == 0 && initialize) {
+		r = errbuf_set(e, ERR_PERMANENT, "node %s: no addresses for it (the provider "
+		    "knows none and the Node has none); the taint stays until it has some", n->name);
+		goto out;
+	}
+	if (k > 0 && !nodectl_addresses_equal(n, addrs, k)) {
+		if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, "status", NULL)) < 0)
+			goto out;
+		patch = nodectl_status_patch(addrs, k);
+		r = kube_patch_merge(kc, path, patch, rv, &ret, NULL, e);
+		free(path);
+		path = NULL;
+		if (r < 0)
+			goto out;
+		const char *nrv = nodectl_rv(ret);
+		if (nrv == NULL || strlen(nrv) >= sizeof(rvbuf)) {
+			r = errbuf_set(e, ERR_INVALID, "node %s: the status write's answer has no "
+			    "metadata.resourceVersion", n->name);
+			goto out;
+		}
+		snprintf(rvbuf, sizeof(rvbuf), "%s", nrv);
+		rv = rvbuf;
+	}
+	ops = nodectl_node_ops(n, initialize ? m : NULL);
+	if (json_object_array_length(ops) > 0) {
+		if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, NULL, NULL)) < 0)
+			goto out;
+		r = kube_patch_json(kc, path, ops, rv, NULL, NULL, e);
+		free(path);
+	}
+out:
+	json_object_put(patch);
+	json_object_put(ret);
+	json_object_put(ops);
+	free(addrs);
+	return r;
+}
+
+/* nodectl_sync brings one Node where it should be. */
+static int
+nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct errbuf *e)
+{
+	const struct store_obj *o = store_get(reflector_store(c->cfg.nodes), key);
+	const struct kube_node *n, *fresh = NULL;
+	struct cloud_instance_metadata *m = NULL;
+	char fallback_err[ERRBUF_MAX];
+	int r = 0, tries, initialize;
+
+	if (o == NULL)
+		return 0;
+	n = kube_node_of(o);
+	if (n->deletion_timestamp != 0)
+		goto out;
+	initialize = kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL;
+	if (!initialize) {
+		/* initialized: only the beta labels to copy (leader) */
+		json_object *ops = nodectl_node_ops(n, NULL);
+		if (json_object_array_length(ops) > 0) {
+			char *path = NULL;
+			if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, NULL, NULL)) == 0)
+				r = kube_patch_json(kc, path, ops, n->obj.resource_version, NULL, NULL, e);
+			free(path);
+		}
+		json_object_put(ops);
+		goto out;
+	}
+	if ((m = malloc(sizeof(*m))) == NULL) {
+		r = errbuf_set(e, ERR_NOMEM, "node %s: out of memory", n->name);
+		goto out;
+	}
+	if ((r = nodectl_instance(c, n, m, fallback_err, sizeof(fallback_err), e)) < 0)
+		goto fail;
+	for (tries = 0;; tries++) {
+		r = nodectl_write(kc, fresh ? fresh : n, m, 1, e);
+		if (r != ERR_CONFLICT || tries >= NODECTL_CONFLICT_TRIES ||
+		    __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
+			break;
+		metric_add(m_failures, 1, "conflict");
+		if (fresh)
+			store_obj_unref(&fresh->obj);
+		fresh = NULL;
+		if ((r = nodectl_get(kc, key, &fresh, e)) < 0)
+			break;
+		if (fresh->deletion_timestamp != 0 ||
+		    kube_node_taint(fresh, NODECTL_TAINT_UNINITIALIZED, NULL) == NULL)
+			goto out;  /* someone else initialized it meanwhile */
+	}
+	if (r < 0)
+		goto fail;
+	{
+		const char *src = m->source[0] ? m->source : CLOUD_SOURCE_API;
+		char msg[ERRBUF_MAX + 256];
+		int64_t age = n->creation_timestamp ? nodectl_now_s() - n->creation_timestamp : -1;
+
+		if (fallback_err[0])
+			snprintf(msg, sizeof(msg), "Node synced successfully: initialized from %s "
+			    "(fallback: %s)", nodectl_source_phrase(src), fallback_err);
+		else
+			snprintf(msg, sizeof(msg), "Node synced successfully: initialized from %s",
+			    nodectl_source_phrase(src));
+		nodectl_event(c, n, EVENTS_NORMAL, "Synced", msg);
+		metric_add(m_inits, 1, src);
+		if (age >= 0)
+			metric_observe(m_delay, (double)age);
+		log_info(0, "Initialized node", "node", n->name, "source", src,
+		    "providerID", m->provider_id[0] ? m->provider_id : n->provider_id,
+		    "fallback", fallback_err[0] ? "true" : "false", NULL);
+	}
+	goto out;
+fail:
+	metric_add(m_failures, 1, nodectl_failure_reason(r));
+	log_warn("Cannot initialize node; the uninitialized taint stays", "node", n->name,
+	    "err", e->msg, NULL);
+	nodectl_event(c, n, EVENTS_WARNING, "InitializationFailed", e->msg);
+out:
+	if (fresh)
+		store_obj_unref(&fresh->obj);
+	free(m);
+	store_obj_unref(o);
+	return r;
+}
+
+static void *
+nodectl_worker(void *arg)
+{
+	struct nodectl *c = arg;
+	struct kube_client kc;
+	const char *key;
+
+	if (kube_client_init(&kc, c->cfg.kc, c->user_agent) < 0) {
+		log_error("Cannot start a node controller worker: out of memory", NULL);
+		return NULL;
+	}
+	kube_client_set_stop(&kc, &c->stop);
+	while (wq_get(c->q, &key) > 0) {
+		struct errbuf e = { "" };
+		int local = nodectl_is_local(c, key), r;
+
+		pthread_mutex_lock(&c->mu);
+		if (!local && !c->leading) {
+			pthread_mutex_unlock(&c->mu);
+			wq_forget(c->q, key);
+			wq_done(c->q, key);
+			continue;
+		}
+		if (!local)
+			c->remote_inflight++;
+		pthread_mutex_unlock(&c->mu);
+
+		r = nodectl_sync(c, &kc, key, &e);
+
+		pthread_mutex_lock(&c->mu);
+		if (!local && --c->remote_inflight == 0)
+			pthread_cond_broadcast(&c->cv);
+		if (local && r < 0) {
+			int64_t d = c->local_delay_ns;
+			c->local_delay_ns = d * 2 > NODECTL_LOCAL_RETRY_MAX_NS ?
+			    NODECTL_LOCAL_RETRY_MAX_NS : d * 2;
+			pthread_mutex_unlock(&c->mu);
+			wq_add_after(c->q, key, d);
+		} else {
+			if (local)
+				c->local_delay_ns = RATELIMITER_DEFAULT_BASE_NS;
+			pthread_mutex_unlock(&c->mu);
+			if (r < 0 && (err_retryable(r) || r == ERR_CONFLICT ||
+			    wq_num_requeues(c->q, key) < NODECTL_PERMANENT_FAST_TRIES)) {
+				wq_add_rate_limited(c->q, key);
+			} else if (r < 0) {
+				/* bad reported data does not fix itself: retry slowly;
+				 * a change to the Node queues it at once */
+				wq_add_after(c->q, key, NODECTL_PERMANENT_RETRY_NS);
+			} else {
+				wq_forget(c->q, key);
+			}
+		}
+		wq_done(c->q, key);
+	}
+	kube_client_cleanup(&kc);
+	return NULL;
+}
+
+/* --- periodic address refresh (leader) ------------------------------------ */
+
+struct nodectl_listed {
+	char provider_id[CLOUD_ID_MAX];
+	size_t n_addresses;
+	struct cloud_address addresses[CLOUD_ADDRS_MAX];
+};
+
+struct nodectl_list_acc {
+	struct nodectl_listed *v;
+	size_t n, cap;
+};
+
+static int
+nodectl_list_cb(const struct cloud_instance_metadata *m, void *arg)
+{
+	struct nodectl_list_acc *a = arg;
+
+	if (m->provider_id[0] == '\0')
+		return 0;
+	if (a->n == a->cap) {
+		size_t cap = a->cap ? a->cap * 2 : 64;
+		struct nodectl_listed *v = realloc(a->v, cap * sizeof(*v));
+		if (v == NULL)
+			return ERR_NOMEM;
+		a->v = v;
+		a->cap = cap;
+	}
+	struct nodectl_listed *l = &a->v[a->n++];
+	memcpy(l->provider_id, m->provider_id, sizeof(l->provider_id));
+	l->n_addresses = m->n_addresses;
+	memcpy(l->addresses, m->addresses, m->n_addresses * sizeof(m->addresses[0]));
+	return 0;
+}
+
+static int
+nodectl_listed_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct nodectl_listed *)a)->provider_id,
+	    ((const struct nodectl_listed *)b)->provider_id);
+}
+
+/* nodectl_refresh_once refreshes every initialized Node's addresses: from
+ * one instances.list when the provider has it, else one call per Node. */
+static void
+nodectl_refresh_once(struct nodectl *c, struct kube_client *kc)
+{
+	const struct cloud_instances_ops *in = c->cfg.provider->instances;
+	struct nodectl_list_acc acc = { NULL, 0, 0 };
+	struct cloud_instance_metadata *m = malloc(sizeof(*m));
+	const struct store_obj **objs = NULL;
+	size_t nobjs = 0, updated = 0, failed = 0;
+	struct errbuf e = { "" };
+	int use_list = in->list != NULL;
+
+	if (m == NULL || store_list(reflector_store(c->cfg.nodes), &objs, &nobjs) < 0)
+		goto out;
+	if (use_list) {
+		if (in->list(c->cfg.provider_state, nodectl_list_cb, &acc, &e) < 0) {
+			log_warn("Cannot list the cloud's instances; addresses not refreshed this period",
+			    "err", e.msg, NULL);
+			goto out;
+		}
+		qsort(acc.v, acc.n, sizeof(acc.v[0]), nodectl_listed_cmp);
+	}
+	for (size_t i = 0; i < nobjs && !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) &&
+	    __atomic_load_n(&c->leading, __ATOMIC_ACQUIRE); i++) {
+		const struct kube_node *n = kube_node_of(objs[i]);
+		char ferr[ERRBUF_MAX];
+		int r;
+
+		if (n->deletion_timestamp != 0 ||
+		    kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL)
+			continue;
+		memset(m, 0, sizeof(*m));
+		if (use_list) {
+			struct nodectl_listed key, *l;
+			if (n->provider_id == NULL || strlen(n->provider_id) >= sizeof(key.provider_id))
+				continue;
+			memcpy(key.provider_id, n->provider_id, strlen(n->provider_id) + 1);
+			l = acc.n ? bsearch(&key, acc.v, acc.n, sizeof(acc.v[0]), nodectl_listed_cmp) : NULL;
+			if (l == NULL)
+				continue;  /* the lifecycle controller's business */
+			m->n_addresses = l->n_addresses;
+			memcpy(m->addresses, l->addresses, l->n_addresses * sizeof(l->addresses[0]));
+		} else if (nodectl_instance(c, n, m, ferr, sizeof(ferr), &e) < 0) {
+			failed++;
+			log_info(2, "Cannot refresh node addresses", "node", n->name, "err", e.msg, NULL);
+			continue;
+		}
+		if (m->n_addresses == 0)
+			continue;
+		r = nodectl_write(kc, n, m, 0, &e);
+		if (r < 0) {
+			failed++;
+			log_info(2, "Cannot refresh node addresses", "node", n->name, "err", e.msg, NULL);
+		} else {
+			updated++;
+		}
+	}
+	log_info(2, "Refreshed node addresses", "nodes", nobjs ? "some" : "none",
+	    "list", use_list ? "true" : "false", NULL);
+	(void)updated;
+	(void)failed;
+out:
+	store_list_free(objs, nobjs);
+	free(acc.v);
+	free(m);
+}
+
+static void *
+nodectl_refresher(void *arg)
+{
+	struct nodectl *c = arg;
+	struct kube_client kc;
+	struct timespec ts;
+
+	if (kube_client_init(&kc, c->cfg.kc, c->user_agent) < 0)
+		return NULL;
+	kube_client_set_stop(&kc, &c->stop);
+	pthread_mutex_lock(&c->mu);
+	for (;;) {
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		int64_t t = (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec + c->cfg.refresh_period_ns;
+		ts.tv_sec = (time_t)(t / NS_PER_S);
+		ts.tv_nsec = (long)(t % NS_PER_S);
+		while (!c->stopping && pthread_cond_timedwait(&c->cv, &c->mu, &ts) == 0)
+			;
+		if (c->stopping)
+			break;
+		if (!c->leading)
+			continue;
+		c->remote_inflight++;
+		pthread_mutex_unlock(&c->mu);
+		nodectl_refresh_once(c, &kc);
+		pthread_mutex_lock(&c->mu);
+		if (--c->remote_inflight == 0)
+			pthread_cond_broadcast(&c->cv);
+	}
+	pthread_mutex_unlock(&c->mu);
+	kube_client_cleanup(&kc);
+	return NULL;
+}
+
+/* --- life cycle ----------------------------------------------------------- */
+
+int
+nodectl_new(const struct nodectl_config *cfg, struct nodectl **ret, struct errbuf *e)
+{
+	struct nodectl *c;
+	struct reflector_handlers h = {
+		.on_add = nodectl_on_add, .on_update = nodectl_on_update,
+	};
+	pthread_condattr_t ca;
+	int r;
+
+	if (cfg->provider == NULL || cfg->provider->instances == NULL ||
+	    cfg->provider->instances->metadata == NULL)
+		return errbuf_set(e, ERR_NOT_IMPLEMENTED, "cloud-node: provider %s cannot "
+		    "describe instances", cfg->provider ? cfg->provider->name : "(none)");
+	if (cfg->nodes == NULL || cfg->kc == NULL || cfg->workers < 1 ||
+	    cfg->refresh_period_ns <= 0)
+		return errbuf_set(e, ERR_INVALID, "cloud-node: incomplete configuration");
+	if ((c = calloc(1, sizeof(*c))) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	c->cfg = *cfg;
+	c->local_node = cfg->local_node ? strdup(cfg->local_node) : NULL;
+	c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "bootccm");
+	c->local_delay_ns = RATELIMITER_DEFAULT_BASE_NS;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if (c->user_agent == NULL || (cfg->local_node && c->local_node == NULL)) {
+		nodectl_free(c);
+		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	}
+	if ((r = wq_new(NODECTL_QUEUE, NULL, &c->q)) < 0) {
+		nodectl_free(c);
+		return errbuf_set(e, r, "cloud-node: cannot create the work queue");
+	}
+	h.arg = c;
+	if ((r = reflector_add_handlers(cfg->nodes, &h, e)) < 0) {
+		nodectl_free(c);
+		return r;
+	}
+	pthread_once(&nodectl_metrics_once, nodectl_metrics_init);
+	*ret = c;
+	return 0;
+}
+
+int
+nodectl_start(struct nodectl *c, struct errbuf *e)
+{
+	if ((c->workers = calloc((size_t)c->cfg.workers, sizeof(*c->workers))) == NULL)
+		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	for (; c->nworkers < c->cfg.workers; c->nworkers++)
+		if (pthread_create(&c->workers[c->nworkers], NULL, nodectl_worker, c) != 0)
+			return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start a worker");
+	if (pthread_create(&c->refresher, NULL, nodectl_refresher, c) != 0)
+		return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start the refresher");
+	c->refresher_started = 1;
+	return 0;
+}
+
+void
+nodectl_set_leading(struct nodectl *c, int leading)
+{
+	const struct store_obj **objs = NULL;
+	size_t n = 0;
+
+	pthread_mutex_lock(&c->mu);
+	__atomic_store_n(&c->leading, leading, __ATOMIC_RELEASE);
+	if (!leading)
+		while (c->remote_inflight > 0)
+			pthread_cond_wait(&c->cv, &c->mu);
+	pthread_mutex_unlock(&c->mu);
+	if (!leading)
+		return;
+	/* every Node is ours now: queue those waiting for work */
+	if (store_list(reflector_store(c->cfg.nodes), &objs, &n) == 0) {
+		for (size_t i = 0; i < n; i++)
+			nodectl_enqueue(c, objs[i]);
+		store_list_free(objs, n);
+	}
+}
+
+void
+nodectl_stop(struct nodectl *c)
+{
+	if (c == NULL)
+		return;
+	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&c->mu);
+	c->stopping = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	if (c->q)
+		wq_shutdown(c->q);
+	for (int i = 0; i < c->nworkers; i++)
+		pthread_join(c->workers[i], NULL);
+	c->nworkers = 0;
+	if (c->refresher_started)
+		pthread_join(c->refresher, NULL);
+	c->refresher_started = 0;
+}
+
+void
+nodectl_free(struct nodectl *c)
+{
+	if (c == NULL)
+		return;
+	nodectl_stop(c);
+	wq_free(c->q);
+	free(c->workers);
+	free(c->local_node);
+	free(c->user_agent);
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+	free(c);
+}
