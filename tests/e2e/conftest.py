@@ -49,6 +49,18 @@ def api():
         yield srv
 
 
+def wait_until(pred, timeout=10.0, what="condition", interval=0.05):
+    """Poll pred until it returns something true (returned), or fail the
+    test after timeout seconds naming what was awaited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
 def run(args, timeout=30, env=None):
     """Run bootccm to completion; returns CompletedProcess with text output."""
     e = dict(os.environ)

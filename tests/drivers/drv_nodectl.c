@@ -1,0 +1,272 @@
+/* drv_nodectl.c - runs the cloud-node controller against an API server with
+ * a scripted cloud provider, for tests/e2e/test_node_controller.py.
+ *
+ *   drv_nodectl KUBECONFIG SCRIPT NODE-NAME [--leading 0|1] [--refresh D]
+ *       [--page N] [--workers N] [--list 0|1] [--metadata-cloud C]
+ *       [--metadata-endpoint URL] [-v N]
+ *
+ * SCRIPT (JSON, re-read at every provider call, so a test can change it):
+ *   {"fail": null | "transient" | "permanent",
+ *    "instances": {"NODE": {"providerID": "...", "zone": "...", "region": "...",
+ *                           "instanceType": "...",
+ *                           "addresses": [["InternalIP", "10.0.0.1"], ...]}}}
+ * The provider is named "scripted", is not CLOUD_DEFINITIVE, answers
+ * instances.metadata by node name, and (with --list 1) lists every instance
+ * in pages of --page. The `metadata` provider (--metadata-* flags) is the
+ * local node's fallback, as in the daemon. Prints {"event":"ready"} once the
+ * controller runs and, on SIGTERM, {"event":"stopped","metadata_calls":N,
+ * "list_calls":N,"list_pages":N}. */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "../../providers/metadata/metadata.h"
+#include "controllers/node.h"
+#include "controllers/nodeview.h"
+#include "flags.h"
+#include "http.h"
+#include "kube/events.h"
+#include "kube/node.h"
+#include "kube/reflector.h"
+#include "kubeconfig.h"
+#include "log.h"
+
+static volatile sig_atomic_t drv_stop;
+static const char *drv_script;
+static long drv_page = 100;
+static long drv_metadata_calls, drv_list_calls, drv_list_pages; /* atomic */
+
+static void
+drv_on_signal(int sig)
+{
+	(void)sig;
+	drv_stop = 1;
+}
+
+static json_object *
+drv_load(struct errbuf *e, int *ret_fail)
+{
+	json_object *o = json_object_from_file(drv_script), *f;
+
+	if (o == NULL) {
+		errbuf_set(e, ERR_TRANSIENT, "scripted: cannot read %s", drv_script);
+		return NULL;
+	}
+	*ret_fail = 0;
+	if (json_object_object_get_ex(o, "fail", &f) && json_object_is_type(f, json_type_string))
+		*ret_fail = strcmp(json_object_get_string(f), "permanent") == 0 ?
+		    ERR_PERMANENT : ERR_TRANSIENT;
+	return o;
+}
+
+static void
+drv_str(json_object *inst, const char *key, char *buf, size_t len)
+{
+	json_object *v;
+
+	if (json_object_object_get_ex(inst, key, &v))
+		snprintf(buf, len, "%s", json_object_get_string(v));
+}
+
+static int
+drv_fill(json_object *inst, struct cloud_instance_metadata *m)
+{
+	json_object *addrs;
+
+	memset(m, 0, sizeof(*m));
+	drv_str(inst, "providerID", m->provider_id, sizeof(m->provider_id));
+	drv_str(inst, "zone", m->zone, sizeof(m->zone));
+	drv_str(inst, "region", m->region, sizeof(m->region));
+	drv_str(inst, "instanceType", m->instance_type, sizeof(m->instance_type));
+	if (json_object_object_get_ex(inst, "addresses", &addrs))
+		for (size_t i = 0; i < json_object_array_length(addrs) && i < CLOUD_ADDRS_MAX; i++) {
+			json_object *a = json_object_array_get_idx(addrs, i);
+			if (nodeview_addr_type(json_object_get_string(json_object_array_get_idx(a, 0)),
+			    &m->addresses[i].type) < 0)
+				return ERR_INVALID;
+			snprintf(m->addresses[i].address, sizeof(m->addresses[i].address), "%s",
+			    json_object_get_string(json_object_array_get_idx(a, 1)));
+			m->n_addresses++;
+		}
+	return 0;
+}
+
+static int
+drv_metadata(void *state, const struct cloud_node *node,
+    struct cloud_instance_metadata *ret, struct errbuf *e)
+{
+	json_object *o, *insts, *inst;
+	int fail, r;
+
+	(void)state;
+	__atomic_add_fetch(&drv_metadata_calls, 1, __ATOMIC_RELAXED);
+	if ((o = drv_load(e, &fail)) == NULL)
+		return ERR_TRANSIENT;
+	if (fail) {
+		json_object_put(o);
+		return errbuf_set(e, fail, "scripted: the cloud API answers %s for node %s",
+		    fail == ERR_PERMANENT ? "a permanent error" : "503", node->name);
+	}
+	if (!json_object_object_get_ex(o, "instances", &insts) ||
+	    !json_object_object_get_ex(insts, node->name, &inst)) {
+		json_object_put(o);
+		return errbuf_set(e, ERR_NOT_FOUND, "scripted: no instance for node %s", node->name);
+	}
+	struct cloud_instance_metadata m;
+	if ((r = drv_fill(inst, &m)) == 0) {
+		snprintf(m.source, sizeof(m.source), "%s", CLOUD_SOURCE_API);
+		*ret = m;
+	}
+	json_object_put(o);
+	return r;
+}
+
+static int
+drv_list(void *state, cloud_instance_cb cb, void *arg, struct errbuf *e)
+{
+	json_object *o, *insts;
+	int fail, r = 0;
+	long n = 0;
+
+	(void)state;
+	__atomic_add_fetch(&drv_list_calls, 1, __ATOMIC_RELAXED);
+	if ((o = drv_load(e, &fail)) == NULL)
+		return ERR_TRANSIENT;
+	if (fail) {
+		json_object_put(o);
+		return errbuf_set(e, fail, "scripted: the cloud API answers 503 to a listing");
+	}
+	if (json_object_object_get_ex(o, "instances", &insts)) {
+		json_object_object_foreach(insts, name, inst) {
+			struct cloud_instance_metadata m;
+			(void)name;
+			if (n++ % drv_page == 0)
+				__atomic_add_fetch(&drv_list_pages, 1, __ATOMIC_RELAXED);
+			if ((r = drv_fill(inst, &m)) < 0 || (r = cb(&m, arg)) < 0)
+				break;
+		}
+	}
+	json_object_put(o);
+	return r;
+}
+
+static int
+drv_init(const struct cloud_config *cfg, void **ret, struct errbuf *e)
+{
+	(void)cfg;
+	(void)e;
+	*ret = NULL;
+	return 0;
+}
+
+static void
+drv_free(void *state)
+{
+	(void)state;
+}
+
+static struct cloud_instances_ops drv_instances = {
+	.metadata = drv_metadata,
+};
+
+static const struct cloud_provider drv_provider = {
+	.name = "scripted",
+	.init = drv_init,
+	.free = drv_free,
+	.instances = &drv_instances,
+};
+
+int
+main(int argc, char **argv)
+{
+	struct kubeconfig kc;
+	struct errbuf e = { "" };
+	struct reflector *nodes = NULL;
+	struct events *ev = NULL;
+	struct nodectl *c = NULL;
+	struct events_config ec = { .host = "drv" };
+	const char *md_cloud = NULL, *md_endpoint = NULL;
+	int64_t refresh = 300 * NS_PER_S;
+	long leading = 1, workers = 1, list = 0, v = 0;
+	void *fallback = NULL;
+
+	if (argc < 4) {
+		fprintf(stderr, "usage: drv_nodectl KUBECONFIG SCRIPT NODE-NAME [options]\n");
+		return 2;
+	}
+	drv_script = argv[2];
+	for (int i = 4; i + 1 < argc; i += 2) {
+		const char *a = argv[i], *val = argv[i + 1];
+		if (strcmp(a, "--leading") == 0)
+			leading = atol(val);
+		else if (strcmp(a, "--refresh") == 0 && duration_parse(val, &refresh) == 0)
+			;
+		else if (strcmp(a, "--page") == 0)
+			drv_page = atol(val) > 0 ? atol(val) : 1;
+		else if (strcmp(a, "--workers") == 0)
+			workers = atol(val);
+		else if (strcmp(a, "--list") == 0)
+			list = atol(val);
+		else if (strcmp(a, "--metadata-cloud") == 0)
+			md_cloud = val;
+		else if (strcmp(a, "--metadata-endpoint") == 0)
+			md_endpoint = val;
+		else if (strcmp(a, "-v") == 0)
+			v = atol(val);
+		else {
+			fprintf(stderr, "drv_nodectl: bad option %s %s\n", a, val);
+			return 2;
+		}
+	}
+	if (list)
+		drv_instances.list = drv_list;
+	log_init((int)v, LOG_TEXT, 2);
+	signal(SIGPIPE, SIG_IGN);
+	signal(SIGTERM, drv_on_signal);
+	signal(SIGINT, drv_on_signal);
+
+	struct cloud_config cc = {
+		.node_name = argv[3], .md_cloud = md_cloud, .md_endpoint = md_endpoint,
+		.stop = &drv_stop,
+	};
+	struct reflector_config rc = {
+		.resource = "nodes", .path = KUBE_NODE_PATH, .decode = kube_node_decode_obj,
+	};
+	if (http_global_init(&e) < 0 || kubeconfig_load(argv[1], NULL, &kc, &e) < 0 ||
+	    metadata_provider.init(&cc, &fallback, &e) < 0 ||
+	    events_new(&kc, &ec, &ev, &e) < 0 || events_start(ev, &e) < 0 ||
+	    reflector_new(&kc, &rc, &nodes, &e) < 0) {
+		fprintf(stderr, "drv_nodectl: %s\n", e.msg);
+		return 1;
+	}
+	struct nodectl_config nc = {
+		.kc = &kc, .nodes = nodes, .provider = &drv_provider,
+		.fallback = &metadata_provider, .fallback_state = fallback,
+		.events = ev, .local_node = argv[3], .workers = (int)workers,
+		.refresh_period_ns = refresh,
+	};
+	if (nodectl_new(&nc, &c, &e) < 0 || reflector_start(nodes, &e) < 0 ||
+	    nodectl_start(c, &e) < 0) {
+		fprintf(stderr, "drv_nodectl: %s\n", e.msg);
+		return 1;
+	}
+	if (leading)
+		nodectl_set_leading(c, 1);
+	printf("{\"event\":\"ready\"}\n");
+	fflush(stdout);
+	while (!drv_stop)
+		usleep(20000);
+	nodectl_free(c);
+	reflector_free(nodes);
+	events_stop(ev, 2 * NS_PER_S);
+	events_free(ev);
+	metadata_provider.free(fallback);
+	kubeconfig_free(&kc);
+	printf("{\"event\":\"stopped\",\"metadata_calls\":%ld,\"list_calls\":%ld,"
+	    "\"list_pages\":%ld}\n", __atomic_load_n(&drv_metadata_calls, __ATOMIC_RELAXED),
+	    __atomic_load_n(&drv_list_calls, __ATOMIC_RELAXED),
+	    __atomic_load_n(&drv_list_pages, __ATOMIC_RELAXED));
+	return 0;
+}
