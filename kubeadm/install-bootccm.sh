@@ -43,10 +43,14 @@ manifest, then RBAC once the API server answers. Safe to re-run.
                         containerd first (ctr -n k8s.io images import)
   --pause-image REF     image for --manifest hostbinary
                         (default registry.k8s.io/pause:3.10)
-  --cloud-provider NAME metadata (default), static or hcloud
+  --cloud-provider NAME a provider the bootccm binary has (default metadata);
+                        checked by asking the binary (--binary, else the
+                        installed one); without a binary only metadata
   --cloud-config FILE   install FILE as /etc/kubernetes/bootccm/cloud-config.yaml
-  --extra-arg ARG       add ARG (e.g. --cluster-cidr=10.244.0.0/16) to
-                        bootccm's command line; repeatable
+  --extra-arg ARG       add ARG (e.g. --cluster-cidr=10.244.0.0/16 or
+                        --metadata-cloud=openstack) to bootccm's command
+                        line; repeatable; --metadata-* ones also apply to
+                        the `bootccm metadata` run of --render-kubeadm-config
   --bind-port N         the local API server's port (default 6443)
   --kubeadm-config FILE create a missing CA with
                         `kubeadm init phase certs ca --config FILE`
@@ -166,8 +170,7 @@ if ! is_uint "$CERT_DAYS" || [ "$CERT_DAYS" -lt 1 ]; then
 fi
 is_uint "$WAIT_TIMEOUT" || die "--wait-timeout must be a number of seconds, not '$WAIT_TIMEOUT'"
 case $CLOUD_PROVIDER in
-metadata | static | hcloud) ;;
-*) die "--cloud-provider must be metadata, static or hcloud, not '$CLOUD_PROVIDER'" ;;
+'' | *[!a-z0-9-]*) die "--cloud-provider must be a provider name (lower-case letters, digits, '-'), not '$CLOUD_PROVIDER'" ;;
 esac
 for ref in "$IMAGE" "$PAUSE_IMAGE"; do
 	case $ref in
@@ -303,6 +306,31 @@ normalize_ref() {
 	printf '%s\n' "$ref"
 }
 
+# check_provider: refuse a --cloud-provider the binary does not have. bootccm
+# checks its flags before anything else and exits 2 naming the known
+# providers; `check-kubeconfig` does the same checks and, given a kubeconfig
+# that does not exist, stops there without touching the network.
+check_provider() {
+	bin=
+	if [ -n "$BINARY" ] && [ -x "$BINARY" ]; then
+		bin=$BINARY
+	elif [ -x "$P_BIN" ]; then
+		bin=$P_BIN
+	fi
+	if [ -z "$bin" ]; then
+		[ "$CLOUD_PROVIDER" = metadata ] ||
+			die "--cloud-provider $CLOUD_PROVIDER: no bootccm binary to ask whether it has that provider (give --binary PATH); without one only 'metadata' is accepted"
+		return 0
+	fi
+	rc=0
+	msg=$("$bin" check-kubeconfig "--cloud-provider=$CLOUD_PROVIDER" \
+		--kubeconfig="$WORK/no-kubeconfig" 2>&1 >/dev/null) || rc=$?
+	if [ "$rc" = 2 ]; then
+		msg=${msg%%"$nl"*}
+		die "${msg#bootccm: } (asked $bin)"
+	fi
+}
+
 # ---- --render-kubeadm-config -------------------------------------------------
 
 render_kubeadm_config() {
@@ -312,8 +340,22 @@ render_kubeadm_config() {
 		[ -n "$bin" ] || bin=$P_BIN
 		[ -x "$bin" ] || bin=$(command -v bootccm 2>/dev/null) ||
 			die "no bootccm binary to run 'bootccm metadata' (give --binary PATH or --kubelet-flags FLAGS)"
-		KUBELET_FLAGS=$("$bin" metadata --format=kubelet-flags) ||
-			die "'$bin metadata --format=kubelet-flags' failed: the node's facts are unknown"
+		# The --metadata-* flags given for the manifest (an unusual cloud or
+		# endpoint) apply to this lookup too.
+		md_args=
+		set -f
+		old_ifs=$IFS
+		IFS=$nl
+		for a in $EXTRA_ARGS; do
+			case $a in
+			--metadata-*) md_args="$md_args$a$nl" ;;
+			esac
+		done
+		# shellcheck disable=SC2086 # split on line breaks only
+		KUBELET_FLAGS=$("$bin" metadata $md_args --format=kubelet-flags) ||
+			die "'$bin metadata $(printf '%s' "$md_args" | tr '\n' ' ')--format=kubelet-flags' failed: the node's facts are unknown"
+		IFS=$old_ifs
+		set +f
 	fi
 	BOOTCCM_NODE_IP=
 	BOOTCCM_PROVIDER_ID=
@@ -692,6 +734,7 @@ ensure_rbac() {
 
 [ "$DRY_RUN" = 1 ] && say "dry run: nothing will be changed"
 [ -n "$ROOT" ] && say "installing under $ROOT"
+check_provider
 resolve_image
 ensure_ca
 ensure_kubeconfig

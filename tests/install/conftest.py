@@ -45,6 +45,14 @@ int main(int argc, char **argv)
 		puts("%s");
 		return 0;
 	}
+	/* like bootccm: an unknown --cloud-provider exits 2 naming the known */
+	if (argc > 2 && strcmp(argv[1], "check-kubeconfig") == 0 &&
+	    strncmp(argv[2], "--cloud-provider=", 17) == 0 &&
+	    strcmp(argv[2] + 17, "metadata") != 0) {
+		fprintf(stderr, "bootccm: --cloud-provider \"%%s\": unknown provider; "
+		    "known: metadata\n", argv[2] + 17);
+		return 2;
+	}
 	if (argc > 2 && strcmp(argv[1], "metadata") == 0 &&
 	    strcmp(argv[2], "--format=kubelet-flags") == 0) {
 		puts("--provider-id=aws:///eu-west-1a/i-0abc --node-ip=10.0.0.5 "

@@ -157,10 +157,36 @@ def test_second_run_is_idempotent(root, bootccm_binary):
     assert proc.stdout.count("unchanged:") == 5
 
 
-def test_manifest_is_the_template_with_this_installations_values(root, bootccm_binary, node_modules):
-    install_ok(root, bootccm_binary, "--image", "registry.internal/bootccm:v9.9.9",
-               "--cloud-provider", "hcloud", "--extra-arg", "--cluster-cidr=10.244.0.0/16",
-               "--extra-arg=--configure-cloud-routes=true")
+# A bootccm that has one more provider than the real one: the installer asks
+# the binary which providers exist.
+TWO_PROVIDERS = """#!/bin/sh
+printf '%s\\n' "$*" >>"$0.log"
+case $1 in
+--version) echo "bootccm v9.9.9"; exit 0 ;;
+check-kubeconfig) ;;
+*) exit 1 ;;
+esac
+case $2 in
+--cloud-provider=metadata | --cloud-provider=hcloud) echo "bootccm: check-kubeconfig: no such file" >&2; exit 1 ;;
+esac
+echo "bootccm: --cloud-provider \\"${2#*=}\\": unknown provider; known: hcloud, metadata" >&2
+exit 2
+"""
+
+
+@pytest.fixture
+def two_providers(tmp_path):
+    b = tmp_path / "two" / "bootccm"
+    b.parent.mkdir()
+    b.write_text(TWO_PROVIDERS)
+    b.chmod(0o755)
+    return b
+
+
+def test_manifest_is_the_template_with_this_installations_values(root, two_providers, node_modules):
+    install(root, "--binary", two_providers, "--no-wait", "--image", "registry.internal/bootccm:v9.9.9",
+            "--cloud-provider", "hcloud", "--extra-arg", "--cluster-cidr=10.244.0.0/16",
+            "--extra-arg=--configure-cloud-routes=true")
     pod = load_yaml_docs(root / MANIFEST)[0]
     tmpl = load_yaml_docs(STATIC_POD / "bootccm.yaml")[0]
     c, t = pod["spec"]["containers"][0], tmpl["spec"]["containers"][0]
@@ -317,7 +343,8 @@ def test_ca_without_its_key(tmp_path, bootccm_binary):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--cloud-provider", "aws"], "--cloud-provider must be metadata, static or hcloud"),
+    (["--cloud-provider", "aws"], '--cloud-provider "aws": unknown provider; known: metadata (asked '),
+    (["--cloud-provider", "Bad name"], "--cloud-provider must be a provider name"),
     (["--bind-port", "0"], "--bind-port must be a port number"),
     (["--bind-port", "x"], "--bind-port must be a port number"),
     (["--manifest", "daemonset"], "--manifest must be static, hostbinary or a file path"),
@@ -331,6 +358,48 @@ def test_bad_options_are_clear_errors(root, bootccm_binary, args, message):
     proc = install(root, "--binary", bootccm_binary.path, "--no-wait", *args, check=False)
     assert proc.returncode != 0
     assert message in proc.stderr
+
+
+def test_cloud_provider_is_checked_by_the_binary(root, two_providers):
+    log = two_providers.parent / "bootccm.log"
+    proc = install(root, "--binary", two_providers, "--no-wait", "--cloud-provider", "nope",
+                   check=False)
+    assert proc.returncode == 1
+    assert ('--cloud-provider "nope": unknown provider; known: hcloud, metadata (asked %s)'
+            % two_providers) in proc.stderr
+    assert log.read_text().splitlines()[0].startswith("check-kubeconfig --cloud-provider=nope ")
+    assert not (root / MANIFEST).exists() and not (root / KUBECONFIG).exists()
+    install(root, "--binary", two_providers, "--no-wait", "--cloud-provider", "hcloud")
+    assert "- --cloud-provider=hcloud\n" in (root / MANIFEST).read_text()
+
+
+def test_cloud_provider_is_checked_by_the_installed_binary(root, two_providers):
+    install(root, "--binary", two_providers, "--no-wait", "--cloud-provider", "hcloud")
+    proc = install(root, "--no-wait", "--cloud-provider", "hcloud")
+    assert "nothing changed" in proc.stdout
+    proc = install(root, "--no-wait", "--cloud-provider", "other", check=False)
+    assert proc.returncode == 1
+    assert "(asked %s/%s)" % (root, BINARY) in proc.stderr
+
+
+def test_without_a_binary_only_metadata_is_accepted(root):
+    proc = install(root, "--image", "bootccm:v1", "--no-wait", "--cloud-provider", "hcloud",
+                   check=False)
+    assert proc.returncode == 1
+    assert "no bootccm binary to ask" in proc.stderr and "only 'metadata'" in proc.stderr
+    assert not (root / MANIFEST).exists()
+    install(root, "--image", "bootccm:v1", "--no-wait", "--cloud-provider", "metadata")
+    assert "- --cloud-provider=metadata\n" in (root / MANIFEST).read_text()
+
+
+def test_the_real_binary_refuses_what_it_does_not_have(root, bootccm_binary):
+    """Whatever bootccm is tested, the installer's answer is the binary's own
+    (the stand-in mimics the real one's exit status 2 and message)."""
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", "--cloud-provider",
+                   "no-such-provider", check=False)
+    assert proc.returncode == 1
+    assert '--cloud-provider "no-such-provider": unknown provider; known: ' in proc.stderr
+    assert not (root / MANIFEST).exists()
 
 
 def test_missing_binary_is_named(root):

@@ -300,3 +300,40 @@ def test_render_is_idempotent(tmp_path):
     render("init.yaml", tmp_path)
     proc, out = render("init.yaml", tmp_path)
     assert "unchanged" in proc.stdout
+
+
+def test_render_passes_the_metadata_flags_to_bootccm_metadata(tmp_path):
+    """--extra-arg=--metadata-* (an unusual cloud or endpoint) reaches the
+    `bootccm metadata` run; other extra flags do not."""
+    log = tmp_path / "bootccm.log"
+    fake = tmp_path / "bootccm"
+    fake.write_text(f"""#!/bin/sh
+printf '%s\\n' "$*" >>{log}
+echo --node-ip=10.9.8.7 --provider-id=openstack:///0a1b
+""")
+    fake.chmod(0o755)
+    out = tmp_path / "join.yaml"
+    env = dict(os.environ, **CLUSTER_VALUES)
+    run(["sh", INSTALL, "--render-kubeadm-config", KUBEADM / "join-worker.yaml", out,
+         "--binary", fake, "--extra-arg=--metadata-cloud=openstack",
+         "--extra-arg", "--cluster-cidr=10.244.0.0/16",
+         "--extra-arg=--metadata-endpoint=http://169.254.169.254:8080"], env=env)
+    assert log.read_text() == ("metadata --metadata-cloud=openstack "
+                               "--metadata-endpoint=http://169.254.169.254:8080 "
+                               "--format=kubelet-flags\n")
+    args = kubelet_args(yaml.safe_load(out.read_text()))
+    assert args["node-ip"] == "10.9.8.7" and args["provider-id"] == "openstack:///0a1b"
+
+
+def test_render_names_the_failing_metadata_command(tmp_path):
+    fake = tmp_path / "bootccm"
+    fake.write_text("#!/bin/sh\necho 'bootccm: metadata: no cloud found' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    env = dict(os.environ, **CLUSTER_VALUES)
+    proc = run(["sh", INSTALL, "--render-kubeadm-config", KUBEADM / "join-worker.yaml",
+                tmp_path / "join.yaml", "--binary", fake, "--extra-arg=--metadata-cloud=gce"],
+               env=env, check=False)
+    assert proc.returncode == 1
+    assert ("'%s metadata --metadata-cloud=gce --format=kubelet-flags' failed" % fake
+            in proc.stderr), proc.stderr
+    assert not (tmp_path / "join.yaml").exists()
