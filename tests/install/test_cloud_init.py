@@ -165,3 +165,106 @@ def test_env_file_sets_every_placeholder_of_its_kubeadm_template(path):
     env = env_file(path)
     assert needed <= set(env), f"not set in firstboot.env: {sorted(needed - set(env))}"
     assert env["BOOTCCM_BUNDLE"]
+    # the metadata settings are there to fill in, empty for the defaults
+    assert env["BOOTCCM_METADATA_CLOUD"] == "" and env["BOOTCCM_METADATA_ENDPOINT"] == ""
+
+
+# ---- the first-boot scripts, run -------------------------------------------
+
+# Absolute paths the scripts use, moved into a temporary directory to run
+# them; any other absolute path fails the test until it is listed here.
+MOVED = ("/etc/bootccm", "/opt/bootccm", "/etc/kubernetes", "/var/tmp", "/usr/local/bin")
+KEPT = ("/bin/sh", "/dev/null")
+ABSOLUTE = re.compile(r"(?<![\w.:/$}-])(/[A-Za-z0-9_.-]+)+")
+
+STUB = """#!/bin/sh
+printf '%s\\n' "$(basename "$0") $*" >>"{log}"
+{body}
+"""
+NODE_FLAGS = "--provider-id=aws:///us-east-2b/i-0abc --node-ip=172.31.3.15"
+STUBS = {
+    "bundle/bin/bootccm": f'[ "$1" = metadata ] && echo "{NODE_FLAGS}"; exit 0',
+    "bundle/kubeadm/install-bootccm.sh": "exit 0",
+    "path/kubeadm": "exit 0",
+    "path/kubectl": "exit 0",
+}
+MD = {"BOOTCCM_METADATA_CLOUD": "openstack",
+      "BOOTCCM_METADATA_ENDPOINT": "http://169.254.169.254:8775"}
+MD_FLAGS = ["--metadata-cloud=openstack", "--metadata-endpoint=http://169.254.169.254:8775"]
+
+
+def sandboxed(path, top, env_values, stubs=None):
+    """Run the first-boot script of PATH with its absolute paths moved under
+    TOP, its firstboot.env with ENV_VALUES applied and BOOTCCM_BUNDLE a
+    directory of stubs (STUBS, updated by STUBS) that log their arguments;
+    kubeadm and kubectl are stubs too. Returns (process, [argv of each call])."""
+    text = firstboot(path)
+    for p in MOVED:
+        text = text.replace(p, str(top) + p)
+    rest = {m.group(0) for m in ABSOLUTE.finditer(text)
+            if not m.group(0).startswith(str(top)) and m.group(0) not in KEPT}
+    assert rest == set(), f"absolute paths the test does not move: {sorted(rest)}"
+    env = env_file(path)
+    env.update(env_values, BOOTCCM_BUNDLE=str(top / "bundle"))
+    (top / "etc/bootccm").mkdir(parents=True)
+    for d in ("usr/local/bin", "var/tmp"):  # there on every system
+        (top / d).mkdir(parents=True)
+    (top / "etc/bootccm/firstboot.env").write_text("".join(f"{k}={v}\n" for k, v in env.items()))
+    log = top / "calls"
+    log.touch()
+    for rel, body in dict(STUBS, **(stubs or {})).items():
+        f = top / rel
+        f.parent.mkdir(parents=True, exist_ok=True)
+        f.write_text(STUB.format(log=log, body=body))
+        f.chmod(0o755)
+    for t in TEMPLATE_OF.values():
+        (top / "bundle/kubeadm" / t).write_text((KUBEADM / t).read_text())
+    script = top / "firstboot"
+    script.write_text(text)
+    proc = run(["sh", script], check=False,
+               env={"PATH": f"{top / 'path'}:/usr/bin:/bin", "HOME": str(top)})
+    return proc, [line.split(" ") for line in log.read_text().splitlines()]
+
+
+@pytest.mark.parametrize("md", [{}, MD], ids=["default-metadata", "metadata-flags"])
+def test_control_plane_firstboot_runs_in_order_with_the_metadata_flags(tmp_path, md):
+    top = tmp_path
+    proc, calls = sandboxed(CLOUD_INIT / "control-plane.yaml", top, md)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    flags = MD_FLAGS if md else []
+    b = f"{top}/opt/bootccm"
+    config = f"{top}/etc/kubernetes/kubeadm/init.yaml"
+    assert [c[0] for c in calls] == ["bootccm", "install-bootccm.sh", "install-bootccm.sh",
+                                     "kubeadm", "install-bootccm.sh"], calls
+    assert calls[0][1:] == ["metadata"] + flags + ["--format=kubelet-flags"]
+    assert calls[1][1:] == ["--render-kubeadm-config", b + "/kubeadm/init.yaml", config,
+                            "--kubelet-flags"] + NODE_FLAGS.split()
+    extra = [x for f in flags for x in ("--extra-arg", f)]
+    want = ["--binary", b + "/bin/bootccm", "--manifest", "hostbinary", "--cloud-provider",
+            "metadata", "--kubeadm-config", config] + extra
+    assert calls[2][1:] == want + ["--no-wait"], "before kubeadm init"
+    assert calls[3][1:] == ["init", "--config", config, "--upload-certs"]
+    assert calls[4][1:] == want, "after kubeadm init, to apply the RBAC"
+
+
+@pytest.mark.parametrize("md", [{}, MD], ids=["default-metadata", "metadata-flags"])
+def test_worker_firstboot_runs_in_order_with_the_metadata_flags(tmp_path, md):
+    top = tmp_path
+    proc, calls = sandboxed(CLOUD_INIT / "worker.yaml", top, md)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    flags = MD_FLAGS if md else []
+    assert [c[0] for c in calls] == ["bootccm", "install-bootccm.sh", "kubeadm"], calls
+    assert calls[0][1:] == ["metadata"] + flags + ["--format=kubelet-flags"]
+    assert (top / "usr/local/bin/bootccm").stat().st_mode & 0o777 == 0o755
+    assert calls[1][1:] == ["--render-kubeadm-config", f"{top}/opt/bootccm/kubeadm/join-worker.yaml",
+                            f"{top}/etc/kubernetes/kubeadm/join.yaml",
+                            "--kubelet-flags"] + NODE_FLAGS.split()
+    assert calls[2][1:] == ["join", "--config", f"{top}/etc/kubernetes/kubeadm/join.yaml"]
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.name)
+def test_firstboot_stops_when_bootccm_metadata_fails(tmp_path, path):
+    proc, calls = sandboxed(path, tmp_path, MD, stubs={"bundle/bin/bootccm": "exit 3"})
+    assert proc.returncode == 1
+    assert "bootccm-firstboot: error: bootccm metadata failed" in proc.stderr
+    assert [c[0] for c in calls] == ["bootccm"], "nothing runs after the failure"
