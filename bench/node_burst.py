@@ -212,6 +212,8 @@ def one_run(args, mode, run_no):
     state = tempfile.mkdtemp(prefix="node-burst-")
     res = {"mode": mode, "run": run_no, "nodes": n, "qps": args.qps,
            "burst": args.burst, "workers": args.workers}
+    if mode == "burst" and args.interval:
+        res["interval_s"] = args.interval
     with apiserver.FakeAPIServer(state_dir=state) as srv, \
             FakeMetadata("ec2").start() as md:
         with open(os.path.join(ROOT, "static-pod", "rbac.yaml")) as f:
@@ -257,6 +259,8 @@ def one_run(args, mode, run_no):
                 cpu0 = proc_cpu_s(p.pid)
                 t0 = time.time()
                 for i, name in enumerate(names):
+                    if args.interval:
+                        time.sleep(max(0.0, t0 + i * args.interval - time.time()))
                     srv.create_object(kubelet_node(name, i))
                 res["create_s"] = round(time.time() - t0, 3)
             else:
@@ -328,6 +332,7 @@ def analyse(res, srv, md, clock, names, seq_burst, t0):
     codes = {}
     first_write = None
     last_write = None
+    failed_node = 0
     for e in log:
         verb = e["verb"]
         if verb in ("get", "list", "watch"):
@@ -342,6 +347,8 @@ def analyse(res, srv, md, clock, names, seq_burst, t0):
             kind = "node_status" if e.get("subresource") == "status" else "node"
             w[kind] += 1
             per_node[e["name"]] = per_node.get(e["name"], 0) + 1
+            if not 200 <= e["code"] < 300:
+                failed_node += 1
             t = parse_time(e["time"])
             first_write = t if first_write is None else min(first_write, t)
         elif res_ == "events" and event_node(e) in wanted:
@@ -360,6 +367,8 @@ def analyse(res, srv, md, clock, names, seq_burst, t0):
     res["nodes_by_write_count"] = hist
     res["write_codes"] = codes
     res["conflicts"] = codes.get("409", 0)
+    res["failed_writes"] = sum(v for k, v in codes.items() if not k.startswith("2"))
+    res["failed_node_writes"] = failed_node
     res["reads"] = reads
     res["metadata_calls"] = len(md.request_log())
     if first_write is not None and last:
@@ -379,7 +388,7 @@ def analyse(res, srv, md, clock, names, seq_burst, t0):
 
 SUMMARY = ("latency_s.p50", "latency_s.p99", "latency_s.max", "total_s", "bound_s",
            "bound_with_events_s", "all_writes_s", "create_s", "writes_per_node",
-           "writes_per_node_with_events", "writes.event", "conflicts", "metadata_calls",
+           "writes_per_node_with_events", "writes.event", "conflicts", "failed_writes", "metadata_calls",
            "cpu_s", "cpu_burst_s", "peak_rss_mib", "local_init_s", "node_writes_per_s")
 
 
@@ -418,6 +427,9 @@ def main(argv=None):
     ap.add_argument("--qps", type=float, default=50.0, help="--kube-api-qps (default 50)")
     ap.add_argument("--burst", type=int, default=None, help="--kube-api-burst (default = qps)")
     ap.add_argument("--workers", type=int, default=4, help="--concurrent-node-syncs (default 4)")
+    ap.add_argument("--interval", type=float, default=0.0,
+                    help="burst mode: seconds between two creations (default 0: as fast "
+                    "as the fake takes them); > 0 is a trickle of joining nodes")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--mode", choices=("burst", "before", "both"), default="both")
     ap.add_argument("--bootccm", default=os.path.join(ROOT, "build", "bootccm"))
