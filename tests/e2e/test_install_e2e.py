@@ -37,6 +37,7 @@ INSTALL = os.path.join(ROOT, "kubeadm", "install-bootccm.sh")
 RBAC_YAML = os.path.join(ROOT, "static-pod", "rbac.yaml")
 CCM_USER = "system:cloud-controller-manager"
 NODE = "cp-1"
+METRICS_TOKEN = "install-e2e-metrics-token-0123456789"
 KUBECONFIG = "etc/kubernetes/cloud-controller-manager.conf"
 MANIFEST = "etc/kubernetes/manifests/bootccm.yaml"
 
@@ -162,18 +163,24 @@ class Pod(object):
         return self.proc.returncode, out
 
 
-def probe(port, path):
-    """HTTP status of GET https://127.0.0.1:PORT/PATH (bootccm's own
+def get(port, path, token=None):
+    """(status, body) of GET https://127.0.0.1:PORT/PATH (bootccm's own
     certificate is self-signed)."""
     ctx = ssl.create_default_context()
     ctx.check_hostname = False
     ctx.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request("https://127.0.0.1:%d%s" % (port, path))
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
     try:
-        with urllib.request.urlopen("https://127.0.0.1:%d%s" % (port, path), context=ctx,
-                                    timeout=10) as r:
-            return r.status
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            return r.status, r.read().decode()
     except urllib.error.HTTPError as e:
-        return e.code
+        return e.code, e.read().decode(errors="replace")
+
+
+def probe(port, path):
+    return get(port, path)[0]
 
 
 def wait_probe(port, path, want, timeout=30.0):
@@ -343,8 +350,13 @@ def check_init(root, env, args, srv, pod, serve_port, md):
 
     ev = poll(lambda: synced_events(srv), "a Synced event for %s" % NODE)
     assert "instance metadata" in ev[0]["message"], ev
-    pod.wait_for('"Initialized node" node="%s"' % NODE)
+    pod.wait_for('"Initialized node" node="%s" source="instance-metadata"' % NODE)
     wait_probe(serve_port, "/readyz", 200)
+    srv.add_token(METRICS_TOKEN, "kubernetes-admin", ("system:masters",))
+    code, metrics = get(serve_port, "/metrics", METRICS_TOKEN)
+    assert code == 200, metrics
+    assert re.search(r'^bootccm_node_initializations_total\{source="instance-metadata"\} 1$',
+                     metrics, re.M), metrics
 
 
 def poll(fn, what, timeout=30.0):
