@@ -308,6 +308,9 @@ nodelifecycle_delete(struct nodelifecycle *c, const struct kube_node *n)
 		log_info(0, "Deleted node whose instance does not exist", "node", n->name, NULL);
 	} else if (r == ERR_NOT_FOUND) {
 		log_info(2, "Node already deleted", "node", n->name, NULL);
+	} else if (nodelifecycle_stopping(c)) {
+		/* aborted by the stop: the next leader looks at it again */
+		log_info(2, "Stopped while deleting node", "node", n->name, "err", e.msg, NULL);
 	} else {
 		/* a failed precondition (409) is a Node re-registered or changed
 		 * since the cache saw it: the next pass looks at it again */
