@@ -32,6 +32,13 @@ static const struct {
 };
 #define NODECTL_TOPOLOGY_N (sizeof(nodectl_topology) / sizeof(nodectl_topology[0]))
 
+#define NODECTL_RV_MAX 64
+
+struct nodectl_mark {
+	char name[254];
+	char rv[NODECTL_RV_MAX];
+};
+
 struct nodectl {
 	struct nodectl_config cfg;      /* strings below are the copies */
 	char *local_node;
@@ -47,6 +54,8 @@ struct nodectl {
 	int remote_inflight;            /* syncs of other nodes in progress (mu) */
 	int stopping;                   /* under mu */
 	int64_t local_delay_ns;         /* the local node's next retry delay (mu) */
+	struct nodectl_mark *marks;     /* see nodectl_mark (mu) */
+	size_t nmarks, capmarks;
 	volatile sig_atomic_t stop;     /* the clients abandon retries */
 };
 
@@ -319,6 +328,66 @@ nodectl_is_local(const struct nodectl *c, const char *name)
 	return c->local_node != NULL && strcmp(name, c->local_node) == 0;
 }
 
+/* Nodes this replica initialized whose cached version may still be the one
+ * between its two writes (the status write's resourceVersion): a sync of
+ * that version would repeat the second write and meet a conflict. The entry
+ * goes when any other version of the Node arrives from the watch. Few
+ * entries (nodes in flight), so a plain array. */
+static void
+nodectl_mark(struct nodectl *c, const char *name, const char *rv)
+{
+	pthread_mutex_lock(&c->mu);
+	if (c->nmarks == c->capmarks) {
+		size_t cap = c->capmarks ? c->capmarks * 2 : 16;
+		struct nodectl_mark *v = realloc(c->marks, cap * sizeof(*v));
+		if (v == NULL) {
+			pthread_mutex_unlock(&c->mu);
+			return;  /* only an optimization */
+		}
+		c->marks = v;
+		c->capmarks = cap;
+	}
+	snprintf(c->marks[c->nmarks].name, sizeof(c->marks[0].name), "%s", name);
+	snprintf(c->marks[c->nmarks].rv, sizeof(c->marks[0].rv), "%s", rv);
+	c->nmarks++;
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* nodectl_find_mark returns the index of name's entry or -1 (c->mu held). */
+static long
+nodectl_find_mark(struct nodectl *c, const char *name)
+{
+	for (size_t i = 0; i < c->nmarks; i++)
+		if (strcmp(c->marks[i].name, name) == 0)
+			return (long)i;
+	return -1;
+}
+
+static void
+nodectl_unmark(struct nodectl *c, const struct kube_node *n)
+{
+	long i;
+
+	pthread_mutex_lock(&c->mu);
+	if ((i = nodectl_find_mark(c, n->name)) >= 0 &&
+	    strcmp(c->marks[i].rv, n->obj.resource_version) != 0)
+		c->marks[i] = c->marks[--c->nmarks];
+	pthread_mutex_unlock(&c->mu);
+}
+
+static int
+nodectl_stale(struct nodectl *c, const struct kube_node *n)
+{
+	long i;
+	int stale;
+
+	pthread_mutex_lock(&c->mu);
+	stale = (i = nodectl_find_mark(c, n->name)) >= 0 &&
+	    strcmp(c->marks[i].rv, n->obj.resource_version) == 0;
+	pthread_mutex_unlock(&c->mu);
+	return stale;
+}
+
 /* nodectl_needs_work: tainted, or (for the leader) a beta label to copy. */
 static int
 nodectl_needs_work(const struct kube_node *n, int leading)
@@ -340,6 +409,7 @@ nodectl_enqueue(struct nodectl *c, const struct store_obj *o)
 	const struct kube_node *n = kube_node_of(o);
 	int leading = __atomic_load_n(&c->leading, __ATOMIC_ACQUIRE);
 
+	nodectl_unmark(c, n);
 	if ((leading || nodectl_is_local(c, n->name)) && nodectl_needs_work(n, leading))
 		wq_add(c->q, n->name);
 }
@@ -465,7 +535,8 @@ nodectl_rv(json_object *o)
  * error. */
 static int
 nodectl_write(struct kube_client *kc, const struct kube_node *n,
-    const struct cloud_instance_metadata *m, int initialize, struct errbuf *e)
+    const struct cloud_instance_metadata *m, int initialize, char *ret_mid_rv,
+    size_t mid_len, struct errbuf *e)
 {
 	struct cloud_address *addrs;
 	json_object *patch = NULL, *ret = NULL, *ops = NULL;
@@ -506,6 +577,8 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
 		}
 		snprintf(rvbuf, sizeof(rvbuf), "%s", nrv);
 		rv = rvbuf;
+		if (ret_mid_rv != NULL)
+			snprintf(ret_mid_rv, mid_len, "%s", nrv);
 	}
 	ops = nodectl_node_ops(n, initialize ? m : NULL);
 	if (json_object_array_length(ops) > 0) {
@@ -529,13 +602,13 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 	const struct store_obj *o = store_get(reflector_store(c->cfg.nodes), key);
 	const struct kube_node *n, *fresh = NULL;
 	struct cloud_instance_metadata *m = NULL;
-	char fallback_err[ERRBUF_MAX];
+	char fallback_err[ERRBUF_MAX], mid_rv[NODECTL_RV_MAX] = "";
 	int r = 0, tries, initialize;
 
 	if (o == NULL)
 		return 0;
 	n = kube_node_of(o);
-	if (n->deletion_timestamp != 0)
+	if (n->deletion_timestamp != 0 || nodectl_stale(c, n))
 		goto out;
 	initialize = kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL;
 	if (!initialize) {
@@ -557,7 +630,7 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 	if ((r = nodectl_instance(c, n, m, fallback_err, sizeof(fallback_err), e)) < 0)
 		goto fail;
 	for (tries = 0;; tries++) {
-		r = nodectl_write(kc, fresh ? fresh : n, m, 1, e);
+		r = nodectl_write(kc, fresh ? fresh : n, m, 1, mid_rv, sizeof(mid_rv), e);
 		if (r != ERR_CONFLICT || tries >= NODECTL_CONFLICT_TRIES ||
 		    __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
 			break;
@@ -573,6 +646,8 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 	}
 	if (r < 0)
 		goto fail;
+	if (mid_rv[0] != '\0')
+		nodectl_mark(c, n->name, mid_rv);
 	{
 		const char *src = m->source[0] ? m->source : CLOUD_SOURCE_API;
 		char msg[ERRBUF_MAX + 256];
@@ -757,7 +832,7 @@ nodectl_refresh_once(struct nodectl *c, struct kube_client *kc)
 		}
 		if (m->n_addresses == 0)
 			continue;
-		r = nodectl_write(kc, n, m, 0, &e);
+		r = nodectl_write(kc, n, m, 0, NULL, 0, &e);
 		if (r < 0) {
 			failed++;
 			log_info(2, "Cannot refresh node addresses", "node", n->name, "err", e.msg, NULL);
@@ -921,6 +996,7 @@ nodectl_free(struct nodectl *c)
 	nodectl_stop(c);
 	wq_free(c->q);
 	free(c->workers);
+	free(c->marks);
 	free(c->local_node);
 	free(c->user_agent);
 	pthread_mutex_destroy(&c->mu);
