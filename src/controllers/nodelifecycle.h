@@ -12,7 +12,30 @@
  * when it starts leading and stops it (nodelifecycle_stop returns only when
  * no write can follow) when it stops. Does not start when the provider has
  * no instances group or no exists operation. Events DeletingNode and
- * DeletingNodeFailed like upstream. */
+ * DeletingNodeFailed like upstream.
+ *
+ * A pass, over a snapshot of the cache (store_list), node by node:
+ * - Ready=True: remove the shutdown taint (NoSchedule) if present. Only
+ *   True counts as ready: a Node without a Ready condition yet is Unknown,
+ *   as upstream defaults it;
+ * - otherwise (a Node being deleted is skipped) instances.exists: an error,
+ *   ERR_NOT_IMPLEMENTED or a non-definitive "gone" leaves the Node alone; a
+ *   definitive "gone" (0 or ERR_NOT_FOUND) past the grace period records
+ *   DeletingNode and DELETEs the Node with DeleteOptions preconditions on
+ *   the cached uid and resourceVersion (a Node registered again under the
+ *   name, or changed since, is not deleted; the next pass looks again);
+ *   an existing instance is asked instances.shutdown (when the provider
+ *   has it): 1 adds the shutdown taint (no value, NoSchedule) if missing.
+ * Taint writes are JSON patches (or a merge patch for a Node without
+ * taints) with the cached resourceVersion as precondition: a conflict waits
+ * for the next pass. The creationTimestamp's lost fraction is not counted
+ * in a Node's age, so a Node is never deleted early.
+ * Logs: the first ERR_NOT_IMPLEMENTED once per controller; a pass with
+ * provider errors warns once per run of failing passes (each node's error
+ * at -v=2). Metrics: bootccm_node_lifecycle_deletions_total,
+ * bootccm_node_lifecycle_deletions_refused_total{reason} (error,
+ * not-implemented, not-definitive, grace-period; one per Node and pass),
+ * bootccm_node_lifecycle_pass_duration_seconds (completed passes only). */
 #ifndef BOOTCCM_CONTROLLERS_NODELIFECYCLE_H
 #define BOOTCCM_CONTROLLERS_NODELIFECYCLE_H
 
