@@ -4,7 +4,6 @@
 #include "controllers/nodelifecycle.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
