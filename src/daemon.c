@@ -42,9 +42,9 @@ daemon_sleep_ms(long ms)
 {
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
-	while (!daemon_stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+	while (!backoff_stopped(&daemon_stop) && nanosleep(&ts, &ts) < 0 && errno == EINTR)
 		;
-	return daemon_stop;
+	return backoff_stopped(&daemon_stop);
 }
 
 /* daemon_connect_config loads --kubeconfig (or the in-cluster configuration),
@@ -194,7 +194,7 @@ daemon_wait_apiserver(struct kube_client *c, char *version, size_t len)
 	double first_fail = 0, last_report = 0;
 	int r;
 
-	while (!daemon_stop) {
+	while (!backoff_stopped(&daemon_stop)) {
 		if ((r = daemon_server_version(c, version, len, &e)) == 0)
 			return 0;
 		double now = ((double)clock_mono_ns() / 1e9);

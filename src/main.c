@@ -29,7 +29,7 @@ static void
 main_on_signal(int sig)
 {
 	(void)sig;
-	daemon_stop = 1;
+	__atomic_store_n(&daemon_stop, 1, __ATOMIC_RELAXED);
 }
 
 static int

@@ -5,9 +5,11 @@
  *
  * Upstream semantics (upstream-ccm.md) with bootccm's differences:
  * - addresses go to nodes/NAME/status FIRST (a merge patch with a
- *   resourceVersion precondition, only when they change), then one merge
- *   patch of the Node (labels GA + beta, providerID when empty, the taint
- *   removed) with the resourceVersion the status write returned: at most two
+ *   resourceVersion precondition, only when they change), then one JSON
+ *   patch of the Node behind a test of the resourceVersion the status write
+ *   returned (labels GA + beta, providerID when empty, the taint removed by
+ *   index behind a test of its key, so the other taints keep their
+ *   timeAdded): at most two
  *   writes per initialization, and no Node is ever untainted without its
  *   addresses. A conflict re-reads the Node and rebuilds both;
  * - scope: every replica initializes its own node (local_node); the leader

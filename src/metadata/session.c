@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "http.h"
 
@@ -192,12 +193,12 @@ md_session_pause(const struct md_session *s, long ms)
 	while (ms > 0) {
 		long slice = ms < MD_SESSION_SLEEP_SLICE_MS ? ms : MD_SESSION_SLEEP_SLICE_MS;
 		struct timespec ts = { .tv_sec = 0, .tv_nsec = slice * 1000000L };
-		if (s->cfg->stop && *s->cfg->stop)
+		if (backoff_stopped(s->cfg->stop))
 			return 1;
 		nanosleep(&ts, NULL);
 		ms -= slice;
 	}
-	return s->cfg->stop && *s->cfg->stop;
+	return backoff_stopped(s->cfg->stop);
 }
 
 static int

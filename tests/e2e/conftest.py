@@ -2,11 +2,16 @@
 default build/bootccm), the fake API server, and a running daemon."""
 
 import os
+import random
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 
 import pytest
 
@@ -47,6 +52,42 @@ def tmp(tmp_path):
 def api():
     with apiserver.FakeAPIServer() as srv:
         yield srv
+
+
+def free_port(host="127.0.0.1"):
+    """A free port on host, below the ephemeral range when it can, so that no
+    outgoing connection takes it while a test waits to listen on it."""
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    rng = random.Random()
+    for _ in range(200):
+        p = rng.randrange(10000, max(10001, low))
+        with socket.socket(fam) as s:
+            try:
+                s.bind((host, p))
+            except OSError:
+                continue
+            return p
+    with socket.socket(fam) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def https_get(port, path, token=None, timeout=10):
+    """(status, body) of GET https://127.0.0.1:PORT/PATH on bootccm's own
+    serving port (its certificate is self-signed: not verified here)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request("https://127.0.0.1:%d%s" % (port, path))
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
 
 
 def wait_until(pred, timeout=10.0, what="condition", interval=0.05):

@@ -4,11 +4,10 @@ import base64
 import json
 import os
 import re
-import socket
 import time
 
 import apiserver
-from conftest import run
+from conftest import free_port, run
 
 # the upstream cloud-controller-manager flags design.md names
 UPSTREAM_FLAGS = [
@@ -137,12 +136,6 @@ def test_json_log_lines(api, tmp, daemon):
     assert any(json.loads(l).get("user") == "json-user" for l in lines)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
 def test_waits_quietly_for_a_late_api_server(tmp, daemon):

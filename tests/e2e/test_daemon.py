@@ -5,41 +5,20 @@ delegated authorization, and everything under the shipped RBAC role."""
 import os
 import signal
 import socket
-import ssl
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 import yaml
 
 import apiserver
-from conftest import ROOT
+from conftest import ROOT, free_port, https_get as probe
 
 LEASE_FLAGS = ["--leader-elect-lease-duration=3s", "--leader-elect-renew-deadline=2s",
                "--leader-elect-retry-period=500ms"]
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
 
 
-def probe(port, path, token=None):
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE  # the daemon's self-signed serving certificate
-    req = urllib.request.Request("https://127.0.0.1:%d%s" % (port, path))
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=5) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode()
 
 
 def wait_probe(port, path, code, timeout=10.0):

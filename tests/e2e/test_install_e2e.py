@@ -14,20 +14,16 @@ import os
 import re
 import shutil
 import signal
-import socket
-import ssl
 import subprocess
 import sys
 import tempfile
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 import yaml
 
 import apiserver
-from conftest import ROOT, bootccm_path
+from conftest import ROOT, bootccm_path, free_port, https_get as get
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes", "metadata"))
 import dmi  # noqa: E402
@@ -70,10 +66,6 @@ def need(tool):
     return path
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def script(args, env, timeout=120):
@@ -163,20 +155,6 @@ class Pod(object):
         return self.proc.returncode, out
 
 
-def get(port, path, token=None):
-    """(status, body) of GET https://127.0.0.1:PORT/PATH (bootccm's own
-    certificate is self-signed)."""
-    ctx = ssl.create_default_context()
-    ctx.check_hostname = False
-    ctx.verify_mode = ssl.CERT_NONE
-    req = urllib.request.Request("https://127.0.0.1:%d%s" % (port, path))
-    if token:
-        req.add_header("Authorization", "Bearer " + token)
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
-            return r.status, r.read().decode()
-    except urllib.error.HTTPError as e:
-        return e.code, e.read().decode(errors="replace")
 
 
 def probe(port, path):

@@ -17,7 +17,7 @@ import time
 import pytest
 import yaml
 
-from conftest import ROOT, driver_path
+from conftest import ROOT, driver_path, free_port
 
 import pki
 
@@ -30,11 +30,6 @@ TOKEN_REVIEWS = "/apis/authentication.k8s.io/v1/tokenreviews"
 SARS = "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
 
-def free_port(host="127.0.0.1"):
-    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
-    with socket.socket(fam) as s:
-        s.bind((host, 0))
-        return s.getsockname()[1]
 
 
 def insecure_ctx():
