@@ -6,11 +6,10 @@ from helpers import CCM_USER, STATIC_POD, load_yaml_docs
 
 # (apiGroup, resource, verb, resourceName or None): what bootccm uses.
 CLUSTER_EXPECTED = (
-    {("", "nodes", v, None) for v in ("get", "list", "watch", "patch", "update", "delete")}
-    | {("", "nodes/status", v, None) for v in ("patch", "update")}
-    | {("", "services", v, None) for v in ("get", "list", "watch", "patch", "update")}
-    | {("", "services/status", v, None) for v in ("patch", "update")}
-    | {(g, "events", v, None) for g in ("", "events.k8s.io") for v in ("create", "patch", "update")}
+    {("", "nodes", v, None) for v in ("get", "list", "watch", "patch", "delete")}
+    | {("", "nodes/status", "patch", None)}
+    | {("", "services", v, None) for v in ("list", "watch")}
+    | {("", "events", v, None) for v in ("create", "patch")}
     | {("authentication.k8s.io", "tokenreviews", "create", None)}
     | {("authorization.k8s.io", "subjectaccessreviews", "create", None)}
 )
@@ -19,7 +18,6 @@ LEASE_EXPECTED = {
     ("coordination.k8s.io", "leases", "create", None),
     ("coordination.k8s.io", "leases", "get", "cloud-controller-manager"),
     ("coordination.k8s.io", "leases", "update", "cloud-controller-manager"),
-    ("coordination.k8s.io", "leases", "patch", "cloud-controller-manager"),
 }
 
 
