@@ -39,6 +39,7 @@ def test_bench_smoke(tmp):
         # one status write and one node write each; a node written more
         # often got a rejected write (a precondition that failed), counted
         assert x["writes"]["node_status"] == N and x["writes"]["event"] == N, x
+        assert x["nodes_without_event"] == 0, x
         extra = x["writes"]["node"] - N
         assert extra >= 0 and x["failed_node_writes"] == extra, x
         assert sum(x["nodes_by_write_count"].values()) == N, x
