@@ -111,6 +111,12 @@ kube_client_set_deadline(struct kube_client *c, int64_t deadline_ns)
 }
 
 void
+kube_client_set_ratelimit_class(struct kube_client *c, int cls)
+{
+	c->rl_class = cls >= 0 && cls < KUBE_RL_CLASSES ? cls : KUBE_RL_CONTROLLERS;
+}
+
+void
 kube_client_set_retries(struct kube_client *c, int max_retries, long base_ms,
     long cap_ms)
 {
@@ -182,55 +188,80 @@ kube_status_decode(long status, const char *body, size_t len, struct errbuf *e)
 
 /* --- rate limit --------------------------------------------------------------- */
 
-/* The process-wide client-side rate limit (--kube-api-qps/--kube-api-burst):
- * a token bucket where a caller that finds it empty reserves the next token
- * and sleeps until it is due, so waiters are served in arrival order. */
-static pthread_mutex_t kube_rl_lock = PTHREAD_MUTEX_INITIALIZER;
-static double kube_rl_qps;      /* 0: unlimited */
-static double kube_rl_burst;
-static double kube_rl_tokens;
-static double kube_rl_last;     /* monotonic seconds of the last refill */
+/* The client-side rate limits (--kube-api-qps/--kube-api-burst): one token
+ * bucket per class, where a caller that finds it empty reserves the next
+ * token and sleeps until it is due, so waiters are served in arrival order.
+ * Like the upstream CCM, whose event recorder has a client (and so a rate
+ * limiter) of its own, Events do not take the controllers' tokens. */
+struct kube_rl {
+	pthread_mutex_t lock;
+	double qps;      /* 0: unlimited */
+	double burst;
+	double tokens;
+	double last;     /* monotonic seconds of the last refill */
+};
+
+static struct kube_rl kube_rls[KUBE_RL_CLASSES] = {
+	{ .lock = PTHREAD_MUTEX_INITIALIZER },
+	{ .lock = PTHREAD_MUTEX_INITIALIZER },
+};
 
 void
 kube_ratelimit_init(double qps, int burst)
 {
-	pthread_mutex_lock(&kube_rl_lock);
-	kube_rl_qps = qps;
-	kube_rl_burst = burst < 1 ? 1 : burst;
-	kube_rl_tokens = kube_rl_burst;
-	kube_rl_last = ((double)clock_mono_ns() / 1e9);
-	pthread_mutex_unlock(&kube_rl_lock);
+	for (int i = 0; i < KUBE_RL_CLASSES; i++) {
+		struct kube_rl *rl = &kube_rls[i];
+		pthread_mutex_lock(&rl->lock);
+		rl->qps = qps;
+		rl->burst = burst < 1 ? 1 : burst;
+		rl->tokens = rl->burst;
+		rl->last = ((double)clock_mono_ns() / 1e9);
+		pthread_mutex_unlock(&rl->lock);
+	}
+}
+
+double
+kube_ratelimit_reserve_class(int cls)
+{
+	struct kube_rl *rl = &kube_rls[cls >= 0 && cls < KUBE_RL_CLASSES ? cls : 0];
+	double now, wait = 0;
+
+	pthread_mutex_lock(&rl->lock);
+	if (rl->qps > 0) {
+		now = ((double)clock_mono_ns() / 1e9);
+		rl->tokens += (now - rl->last) * rl->qps;
+		if (rl->tokens > rl->burst)
+			rl->tokens = rl->burst;
+		rl->last = now;
+		rl->tokens -= 1;
+		if (rl->tokens < 0)
+			wait = -rl->tokens / rl->qps;
+	}
+	pthread_mutex_unlock(&rl->lock);
+	return wait;
 }
 
 double
 kube_ratelimit_reserve(void)
 {
-	double now, wait = 0;
-
-	pthread_mutex_lock(&kube_rl_lock);
-	if (kube_rl_qps > 0) {
-		now = ((double)clock_mono_ns() / 1e9);
-		kube_rl_tokens += (now - kube_rl_last) * kube_rl_qps;
-		if (kube_rl_tokens > kube_rl_burst)
-			kube_rl_tokens = kube_rl_burst;
-		kube_rl_last = now;
-		kube_rl_tokens -= 1;
-		if (kube_rl_tokens < 0)
-			wait = -kube_rl_tokens / kube_rl_qps;
-	}
-	pthread_mutex_unlock(&kube_rl_lock);
-	return wait;
+	return kube_ratelimit_reserve_class(KUBE_RL_CONTROLLERS);
 }
 
-void
-kube_ratelimit_wait(void)
+static void
+kube_ratelimit_wait_class(int cls)
 {
-	double wait = kube_ratelimit_reserve();
+	double wait = kube_ratelimit_reserve_class(cls);
 
 	/* not interruptible: the token is taken, and a request made while
 	 * stopping (a Lease release) must still go out */
 	if (wait > 0)
 		backoff_sleep((int64_t)(wait * 1e9), NULL);
+}
+
+void
+kube_ratelimit_wait(void)
+{
+	kube_ratelimit_wait_class(KUBE_RL_CONTROLLERS);
 }
 
 /* --- request info ------------------------------------------------------------- */
@@ -570,7 +601,7 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 		goto out;
 	req.bearer_token = token;
 	t0 = ((double)clock_mono_ns() / 1e9);
-	kube_ratelimit_wait();
+	kube_ratelimit_wait_class(c->rl_class);
 	t1 = ((double)clock_mono_ns() / 1e9);
 	wait = t1 - t0;
 	metric_observe(kube_m_ratelimit, wait, method, c->host);

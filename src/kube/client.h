@@ -70,6 +70,7 @@ struct kube_client {
 	int max_retries;                  /* KUBE_RETRY_MAX unless changed */
 	int64_t deadline_ns;              /* CLOCK_MONOTONIC; 0: none */
 	struct backoff retry;             /* delays between retries without Retry-After */
+	int rl_class;                     /* KUBE_RL_CONTROLLERS unless changed */
 };
 
 /* kube_client_init prepares c for kc with KUBE_RETRY_MAX retries and the
@@ -208,12 +209,26 @@ void kube_request_info(const char *method, const char *path,
 
 /* --- rate limit ------------------------------------------------------------- */
 
-/* kube_ratelimit_init sets the process-wide client-side rate limit every
- * request (watches and retries included) waits for: qps tokens a second,
- * burst at most. Before it is called, requests are not limited. */
+/* Rate-limit classes: every request (watches and retries included) waits
+ * for a token of its client's class. Events have a bucket of their own, as
+ * the upstream CCM's event recorder has a client of its own. */
+#define KUBE_RL_CONTROLLERS 0
+#define KUBE_RL_EVENTS 1
+#define KUBE_RL_CLASSES 2
+
+/* kube_ratelimit_init sets the client-side rate limit of every class: qps
+ * tokens a second, burst at most, per class. Before it is called, requests
+ * are not limited. */
 void kube_ratelimit_init(double qps, int burst);
 
-/* kube_ratelimit_reserve takes the next token and returns how many seconds
+/* kube_client_set_ratelimit_class makes c take its tokens from class cls. */
+void kube_client_set_ratelimit_class(struct kube_client *c, int cls);
+
+/* kube_ratelimit_reserve_class takes the next token of class cls and
+ * returns how many seconds the caller must wait before using it. */
+double kube_ratelimit_reserve_class(int cls);
+
+/* kube_ratelimit_reserve takes the next KUBE_RL_CONTROLLERS token and returns how many seconds
  * the caller must wait before using it (0 when one was there). */
 double kube_ratelimit_reserve(void);
 

@@ -32,6 +32,21 @@ near(double got, double want)
 
 /* --- token bucket ------------------------------------------------------------ */
 
+TEST(ratelimit_events_have_their_own_bucket)
+{
+	/* draining the controllers' bucket leaves the Events' full, and the
+	 * other way round, each with the same qps and burst */
+	kube_ratelimit_init(10, 2);
+	CHECK(kube_ratelimit_reserve_class(KUBE_RL_CONTROLLERS) == 0);
+	CHECK(kube_ratelimit_reserve_class(KUBE_RL_CONTROLLERS) == 0);
+	CHECK(near(kube_ratelimit_reserve_class(KUBE_RL_CONTROLLERS), 0.1));
+	CHECK(kube_ratelimit_reserve_class(KUBE_RL_EVENTS) == 0);
+	CHECK(kube_ratelimit_reserve_class(KUBE_RL_EVENTS) == 0);
+	CHECK(near(kube_ratelimit_reserve_class(KUBE_RL_EVENTS), 0.1));
+	CHECK(near(kube_ratelimit_reserve(), 0.2));
+	kube_ratelimit_init(0, 1);
+}
+
 TEST(ratelimit_burst_then_steady_rate)
 {
 	/* 10 tokens a second, 5 at most: five are there, then every
