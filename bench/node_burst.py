@@ -33,9 +33,11 @@ One JSON line per run on stdout (and in --json OUT), then medians per mode.
 Method and figures: bench/RESULTS.md."""
 
 import argparse
+import datetime
 import json
 import math
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -184,7 +186,6 @@ def percentile(xs, p):
 
 def parse_time(s):
     # "2026-11-21T12:00:00.123456Z"
-    import datetime
     return datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").replace(
         tzinfo=datetime.timezone.utc).timestamp()
 
@@ -292,7 +293,6 @@ def one_run(args, mode, run_no):
         res["exit"] = p.returncode
         analyse(res, srv, md, clock, names, seq_burst, t0)
     if res.get("complete") and res["exit"] == 0 and not args.keep:
-        import shutil
         shutil.rmtree(state, ignore_errors=True)
     else:
         res["state_dir"] = state
