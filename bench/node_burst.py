@@ -433,7 +433,7 @@ def summary(runs):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=1000)
-    ap.add_argument("--qps", type=float, default=50.0, help="--kube-api-qps (default 50)")
+    ap.add_argument("--qps", type=float, default=100.0, help="--kube-api-qps (default 100)")
     ap.add_argument("--burst", type=int, default=None, help="--kube-api-burst (default = qps)")
     ap.add_argument("--workers", type=int, default=4, help="--concurrent-node-syncs (default 4)")
     ap.add_argument("--interval", type=float, default=0.0,
