@@ -18,8 +18,10 @@ N = 20
 
 def bench(tmp, *args, timeout=300):
     out = os.path.join(tmp, "node_burst.jsonl")
+    # a failed run keeps its state directory for the post-mortem: in tmp
+    env = dict(os.environ, TMPDIR=tmp)
     r = subprocess.run(["/usr/bin/python3", BENCH, "--json", out] + list(args),
-                       capture_output=True, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout, env=env)
     with open(out) as f:
         lines = [json.loads(line) for line in f]
     assert r.stdout.splitlines() == [json.dumps(x, sort_keys=True) for x in lines]
