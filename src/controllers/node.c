@@ -20,6 +20,7 @@
 #define NODECTL_CONFLICT_TRIES 5        /* fresh reads after a conflict, per sync */
 #define NODECTL_PERMANENT_FAST_TRIES 3  /* backoff retries of a permanent failure */
 #define NODECTL_PERMANENT_RETRY_NS (60LL * NS_PER_S) /* then this often */
+#define NODECTL_BOOT_RETRY_NS (200LL * 1000000LL) /* local node's direct read */
 
 /* Labels upstream sets from the instance metadata: GA and beta. */
 static const struct {
@@ -36,7 +37,8 @@ static const struct {
 
 struct nodectl_mark {
 	char name[254];
-	char rv[NODECTL_RV_MAX];
+	char rv[2][NODECTL_RV_MAX];     /* the version we started from, and the
+	                                   one between our two writes */
 };
 
 struct nodectl {
@@ -48,10 +50,13 @@ struct nodectl {
 	int nworkers;
 	pthread_t refresher;
 	int refresher_started;
+	pthread_t boot;
+	int boot_started;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int leading;                    /* under mu; read atomically by handlers */
 	int remote_inflight;            /* syncs of other nodes in progress (mu) */
+	int local_busy;                 /* a worker or nodectl_boot syncs the local node (mu) */
 	int stopping;                   /* under mu */
 	int64_t local_delay_ns;         /* the local node's next retry delay (mu) */
 	struct nodectl_mark *marks;     /* see nodectl_mark (mu) */
@@ -328,13 +333,15 @@ nodectl_is_local(const struct nodectl *c, const char *name)
 	return c->local_node != NULL && strcmp(name, c->local_node) == 0;
 }
 
-/* Nodes this replica initialized whose cached version may still be the one
- * between its two writes (the status write's resourceVersion): a sync of
- * that version would repeat the second write and meet a conflict. The entry
- * goes when any other version of the Node arrives from the watch. Few
- * entries (nodes in flight), so a plain array. */
+/* Nodes this replica initialized whose cached version may still be one it
+ * has already written over: the version it started from (the local node
+ * initialized from a direct read before the cache had it), or the one
+ * between its two writes (the status write's resourceVersion). A sync of
+ * either would repeat writes into a conflict. The entry goes when any other
+ * version of the Node arrives from the watch. Few entries (nodes in
+ * flight), so a plain array. */
 static void
-nodectl_mark(struct nodectl *c, const char *name, const char *rv)
+nodectl_mark(struct nodectl *c, const char *name, const char *start_rv, const char *rv)
 {
 	pthread_mutex_lock(&c->mu);
 	if (c->nmarks == c->capmarks) {
@@ -348,18 +355,26 @@ nodectl_mark(struct nodectl *c, const char *name, const char *rv)
 		c->capmarks = cap;
 	}
 	snprintf(c->marks[c->nmarks].name, sizeof(c->marks[0].name), "%s", name);
-	snprintf(c->marks[c->nmarks].rv, sizeof(c->marks[0].rv), "%s", rv);
+	snprintf(c->marks[c->nmarks].rv[0], sizeof(c->marks[0].rv[0]), "%s", start_rv);
+	snprintf(c->marks[c->nmarks].rv[1], sizeof(c->marks[0].rv[1]), "%s", rv);
 	c->nmarks++;
 	pthread_mutex_unlock(&c->mu);
 }
 
-/* nodectl_find_mark returns the index of name's entry or -1 (c->mu held). */
+/* nodectl_find_mark returns the index of n's entry or -1, and sets *ret_stale
+ * when n's version is one the entry names (c->mu held). */
 static long
-nodectl_find_mark(struct nodectl *c, const char *name)
+nodectl_find_mark(struct nodectl *c, const struct kube_node *n, int *ret_stale)
 {
+	const char *rv = n->obj.resource_version;
+
 	for (size_t i = 0; i < c->nmarks; i++)
-		if (strcmp(c->marks[i].name, name) == 0)
+		if (strcmp(c->marks[i].name, n->name) == 0) {
+			*ret_stale = strcmp(c->marks[i].rv[0], rv) == 0 ||
+			    strcmp(c->marks[i].rv[1], rv) == 0;
 			return (long)i;
+		}
+	*ret_stale = 0;
 	return -1;
 }
 
@@ -367,10 +382,10 @@ static void
 nodectl_unmark(struct nodectl *c, const struct kube_node *n)
 {
 	long i;
+	int stale;
 
 	pthread_mutex_lock(&c->mu);
-	if ((i = nodectl_find_mark(c, n->name)) >= 0 &&
-	    strcmp(c->marks[i].rv, n->obj.resource_version) != 0)
+	if ((i = nodectl_find_mark(c, n, &stale)) >= 0 && !stale)
 		c->marks[i] = c->marks[--c->nmarks];
 	pthread_mutex_unlock(&c->mu);
 }
@@ -378,12 +393,10 @@ nodectl_unmark(struct nodectl *c, const struct kube_node *n)
 static int
 nodectl_stale(struct nodectl *c, const struct kube_node *n)
 {
-	long i;
 	int stale;
 
 	pthread_mutex_lock(&c->mu);
-	stale = (i = nodectl_find_mark(c, n->name)) >= 0 &&
-	    strcmp(c->marks[i].rv, n->obj.resource_version) == 0;
+	nodectl_find_mark(c, n, &stale);
 	pthread_mutex_unlock(&c->mu);
 	return stale;
 }
@@ -597,17 +610,14 @@ out:
 
 /* nodectl_sync brings one Node where it should be. */
 static int
-nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct errbuf *e)
+nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_node *n,
+    struct errbuf *e)
 {
-	const struct store_obj *o = store_get(reflector_store(c->cfg.nodes), key);
-	const struct kube_node *n, *fresh = NULL;
+	const struct kube_node *fresh = NULL;
 	struct cloud_instance_metadata *m = NULL;
 	char fallback_err[ERRBUF_MAX], mid_rv[NODECTL_RV_MAX] = "";
 	int r = 0, tries, initialize;
 
-	if (o == NULL)
-		return 0;
-	n = kube_node_of(o);
 	if (n->deletion_timestamp != 0 || nodectl_stale(c, n))
 		goto out;
 	initialize = kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL;
@@ -638,7 +648,7 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 		if (fresh)
 			store_obj_unref(&fresh->obj);
 		fresh = NULL;
-		if ((r = nodectl_get(kc, key, &fresh, e)) < 0)
+		if ((r = nodectl_get(kc, n->name, &fresh, e)) < 0)
 			break;
 		if (fresh->deletion_timestamp != 0 ||
 		    kube_node_taint(fresh, NODECTL_TAINT_UNINITIALIZED, NULL) == NULL)
@@ -647,7 +657,7 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 	if (r < 0)
 		goto fail;
 	if (mid_rv[0] != '\0')
-		nodectl_mark(c, n->name, mid_rv);
+		nodectl_mark(c, n->name, (fresh ? fresh : n)->obj.resource_version, mid_rv);
 	{
 		const char *src = m->source[0] ? m->source : CLOUD_SOURCE_API;
 		char msg[ERRBUF_MAX + 256];
@@ -677,6 +687,18 @@ out:
 	if (fresh)
 		store_obj_unref(&fresh->obj);
 	free(m);
+	return r;
+}
+
+static int
+nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct errbuf *e)
+{
+	const struct store_obj *o = store_get(reflector_store(c->cfg.nodes), key);
+	int r;
+
+	if (o == NULL)
+		return 0;
+	r = nodectl_sync_node(c, kc, kube_node_of(o), e);
 	store_obj_unref(o);
 	return r;
 }
@@ -704,13 +726,24 @@ nodectl_worker(void *arg)
 			wq_done(c->q, key);
 			continue;
 		}
-		if (!local)
+		if (local && c->local_busy) {
+			/* nodectl_boot has it: look again shortly */
+			pthread_mutex_unlock(&c->mu);
+			wq_add_after(c->q, key, NODECTL_BOOT_RETRY_NS);
+			wq_done(c->q, key);
+			continue;
+		}
+		if (local)
+			c->local_busy = 1;
+		else
 			c->remote_inflight++;
 		pthread_mutex_unlock(&c->mu);
 
 		r = nodectl_sync(c, &kc, key, &e);
 
 		pthread_mutex_lock(&c->mu);
+		if (local)
+			c->local_busy = 0;
 		if (!local && --c->remote_inflight == 0)
 			pthread_cond_broadcast(&c->cv);
 		if (local && r < 0) {
@@ -735,6 +768,61 @@ nodectl_worker(void *arg)
 			}
 		}
 		wq_done(c->q, key);
+	}
+	kube_client_cleanup(&kc);
+	return NULL;
+}
+
+/* nodectl_boot initializes the local node from a direct read, without
+ * waiting for the full initial LIST (seconds at thousands of Nodes): the node
+ * bootccm runs on comes first (invariant 2). It gives up, leaving the node to
+ * the workers, once the cache has synced or the one attempt was made. */
+static void *
+nodectl_boot(void *arg)
+{
+	struct nodectl *c = arg;
+	struct kube_client kc;
+
+	if (kube_client_init(&kc, c->cfg.kc, c->user_agent) < 0)
+		return NULL;
+	kube_client_set_stop(&kc, &c->stop);
+	kube_client_set_retries(&kc, 0, 0, 0);  /* this loop is the retry */
+	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) &&
+	    !reflector_has_synced(c->cfg.nodes)) {
+		const struct kube_node *n = NULL;
+		struct errbuf e = { "" };
+		int r = nodectl_get(&kc, c->local_node, &n, &e);
+
+		if (r == 0) {
+			pthread_mutex_lock(&c->mu);
+			int mine = !c->local_busy;   /* else a worker has it already */
+			c->local_busy = 1;
+			pthread_mutex_unlock(&c->mu);
+			if (mine && kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL)
+				nodectl_sync_node(c, &kc, n, &e);
+			if (mine) {
+				pthread_mutex_lock(&c->mu);
+				c->local_busy = 0;
+				pthread_mutex_unlock(&c->mu);
+			}
+			store_obj_unref(&n->obj);
+			break;
+		}
+		log_info(4, "Local node not readable yet", "node", c->local_node, "err", e.msg,
+		    NULL);
+		/* not registered yet, or no RBAC yet: try again shortly */
+		pthread_mutex_lock(&c->mu);
+		if (!c->stopping) {
+			struct timespec ts;
+			clock_gettime(CLOCK_MONOTONIC, &ts);
+			ts.tv_nsec += NODECTL_BOOT_RETRY_NS;
+			if (ts.tv_nsec >= NS_PER_S) {
+				ts.tv_sec++;
+				ts.tv_nsec -= NS_PER_S;
+			}
+			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
+		}
+		pthread_mutex_unlock(&c->mu);
 	}
 	kube_client_cleanup(&kc);
 	return NULL;
@@ -943,6 +1031,11 @@ nodectl_start(struct nodectl *c, struct errbuf *e)
 	if (pthread_create(&c->refresher, NULL, nodectl_refresher, c) != 0)
 		return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start the refresher");
 	c->refresher_started = 1;
+	if (c->local_node != NULL && *c->local_node != '\0') {
+		if (pthread_create(&c->boot, NULL, nodectl_boot, c) != 0)
+			return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start");
+		c->boot_started = 1;
+	}
 	return 0;
 }
 
@@ -986,6 +1079,9 @@ nodectl_stop(struct nodectl *c)
 	if (c->refresher_started)
 		pthread_join(c->refresher, NULL);
 	c->refresher_started = 0;
+	if (c->boot_started)
+		pthread_join(c->boot, NULL);
+	c->boot_started = 0;
 }
 
 void

@@ -12,7 +12,8 @@
  *   timeAdded): at most two
  *   writes per initialization, and no Node is ever untainted without its
  *   addresses. A conflict re-reads the Node and rebuilds both;
- * - scope: every replica initializes its own node (local_node); the leader
+ * - scope: every replica initializes its own node (local_node), first from
+ *   a direct read that does not wait for the initial LIST; the leader
  *   (nodectl_set_leading) handles every Node. resourceVersion preconditions
  *   make a leader and the local replica racing on one Node harmless;
  * - the local node falls back to the `fallback` provider (the metadata

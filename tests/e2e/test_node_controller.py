@@ -211,3 +211,24 @@ def test_refresh_uses_the_batched_listing(api, driver):
     assert stats["metadata_calls"] == 0, stats
     # three pages of ten per period, one listing per period
     assert stats["list_calls"] >= 2 and stats["list_pages"] == 3 * stats["list_calls"], stats
+
+
+def test_local_node_does_not_wait_for_the_initial_list(api, driver):
+    """The node a replica runs on is read and initialized directly: a slow
+    initial LIST (thousands of Nodes) does not hold it back."""
+    api.create_object(tainted("cp-1"))
+    api.create_object(tainted("w-1"))
+    api.inject_fault("/api/v1/nodes", verb="list", delay=4.0, count=None)
+    t0 = time.monotonic()
+    driver({"instances": {"cp-1": instance("cp-1", "10.0.0.1"),
+                          "w-1": instance("w-1", "10.0.0.2")}}, "cp-1")
+    wait_until(lambda: initialized(api, "cp-1"), what="cp-1 initialized")
+    took = time.monotonic() - t0
+    assert took < 3.0, "the local node waited %.1fs, as long as the LIST" % took
+    assert not initialized(api, "w-1")  # the others come with the cache
+    api.clear_faults()
+    wait_until(lambda: initialized(api, "w-1"), timeout=15, what="w-1 initialized")
+    # the cache's older copy of cp-1 was not written over again
+    w = node_writes(api, "cp-1")
+    assert [(r["path"], r["code"]) for r in w] == [("/api/v1/nodes/cp-1/status", 200),
+                                                   ("/api/v1/nodes/cp-1", 200)], w
