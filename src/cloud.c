@@ -1,4 +1,5 @@
 /* cloud.c - the static table of providers and the provider error policy. */
+#include <arpa/inet.h>
 #include <string.h>
 
 #include "cloud.h"
@@ -62,4 +63,51 @@ int
 cloud_err_allows_delete(int code, const struct cloud_provider *p)
 {
 	return code == ERR_NOT_FOUND && p != NULL && (p->flags & CLOUD_DEFINITIVE) != 0;
+}
+
+/* cloud_node_ip_parse parses len bytes of s as one IP, without a zone. */
+static int
+cloud_node_ip_parse(const char *s, size_t len, struct cloud_node_ip *ip)
+{
+	char tmp[sizeof(ip->text)];
+
+	if (len == 0 || len >= sizeof(tmp))
+		return ERR_INVALID;
+	memcpy(tmp, s, len);
+	tmp[len] = '\0';
+	memset(ip, 0, sizeof(*ip));
+	if (inet_pton(AF_INET, tmp, ip->bin) == 1)
+		ip->family = AF_INET;
+	else if (strchr(tmp, '%') == NULL && inet_pton(AF_INET6, tmp, ip->bin) == 1)
+		ip->family = AF_INET6;
+	else
+		return ERR_INVALID;
+	if (inet_ntop(ip->family, ip->bin, ip->text, sizeof(ip->text)) == NULL)
+		return ERR_INVALID;
+	return 0;
+}
+
+int
+cloud_provided_node_ips(const char *node, const char *v, struct cloud_node_ip ips[2],
+    struct errbuf *e)
+{
+	const char *comma = strchr(v, ',');
+
+	if (cloud_node_ip_parse(v, comma ? (size_t)(comma - v) : strlen(v), &ips[0]) < 0 ||
+	    (comma && cloud_node_ip_parse(comma + 1, strlen(comma + 1), &ips[1]) < 0))
+		return errbuf_set(e, ERR_INVALID, "node %s: annotation %s \"%.100s\": want an IP "
+		    "or a dual-stack pair \"IPv4,IPv6\"", node, CLOUD_PROVIDED_NODE_IP, v);
+	if (comma && ips[0].family == ips[1].family)
+		return errbuf_set(e, ERR_INVALID, "node %s: annotation %s \"%.100s\": a pair "
+		    "must be one IPv4 and one IPv6 address", node, CLOUD_PROVIDED_NODE_IP, v);
+	return comma ? 2 : 1;
+}
+
+int
+cloud_node_ip_equal(const struct cloud_node_ip *ip, const char *s)
+{
+	struct cloud_node_ip b;
+
+	return cloud_node_ip_parse(s, strlen(s), &b) == 0 && ip->family == b.family &&
+	    memcmp(ip->bin, b.bin, sizeof(b.bin)) == 0;
 }

@@ -213,6 +213,24 @@ struct cloud_provider {
 	const struct cloud_routes_ops *routes;          /* NULL: not supported */
 };
 
+/* A node IP from the provided-node-ip annotation: its family, its bytes
+ * (IPv4 in the first 4) and its canonical text (RFC 5952 for IPv6). */
+struct cloud_node_ip {
+	int family;                    /* AF_INET or AF_INET6 */
+	unsigned char bin[16];
+	char text[46];                 /* INET6_ADDRSTRLEN */
+};
+
+/* cloud_provided_node_ips parses CLOUD_PROVIDED_NODE_IP's value v, as the
+ * kubelet writes it: one IP, or an IPv4 and an IPv6 in either order.
+ * Returns how many (1 or 2), or ERR_INVALID with a message naming node and
+ * the annotation. */
+int cloud_provided_node_ips(const char *node, const char *v,
+    struct cloud_node_ip ips[2], struct errbuf *e);
+
+/* cloud_node_ip_equal tells whether s is an IP equal to ip. */
+int cloud_node_ip_equal(const struct cloud_node_ip *ip, const char *s);
+
 /* cloud_provider_find returns the provider registered as name, or NULL. */
 const struct cloud_provider *cloud_provider_find(const char *name);
 

@@ -1,6 +1,5 @@
 /* metadata.c - the `metadata` provider: instance metadata for the local node,
  * what the kubelet reported at registration for the others. */
-#include <arpa/inet.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -193,53 +192,23 @@ metadata_label_value_valid(const char *s)
 	return 1;
 }
 
-/* metadata_ip parses one IP into canonical text; *ret_family is AF_INET/6. */
-static int
-metadata_ip(const char *s, size_t len, char *ret, size_t ret_len, int *ret_family)
-{
-	char tmp[INET6_ADDRSTRLEN + 1];
-	unsigned char bin[16];
-
-	if (len == 0 || len >= sizeof(tmp))
-		return ERR_INVALID;
-	memcpy(tmp, s, len);
-	tmp[len] = '\0';
-	if (inet_pton(AF_INET, tmp, bin) == 1) {
-		*ret_family = AF_INET;
-	} else if (strchr(tmp, '%') == NULL && inet_pton(AF_INET6, tmp, bin) == 1) {
-		*ret_family = AF_INET6;
-	} else {
-		return ERR_INVALID;
-	}
-	if (inet_ntop(*ret_family, bin, ret, ret_len) == NULL)
-		return ERR_INVALID;
-	return 0;
-}
-
-/* metadata_provided_ips parses the provided-node-ip annotation into
- * InternalIP addresses: one IP, or an IPv4 and an IPv6 in either order. */
+/* metadata_provided_ips turns the provided-node-ip annotation into
+ * InternalIP addresses. */
 static int
 metadata_provided_ips(const char *node, const char *v, struct cloud_instance_metadata *m,
     struct errbuf *e)
 {
-	const char *comma = strchr(v, ',');
-	int fam[2], r;
+	struct cloud_node_ip ips[2];
+	int n = cloud_provided_node_ips(node, v, ips, e);
 
-	r = metadata_ip(v, comma ? (size_t)(comma - v) : strlen(v), m->addresses[0].address,
-	    sizeof(m->addresses[0].address), &fam[0]);
-	if (r == 0 && comma != NULL)
-		r = metadata_ip(comma + 1, strlen(comma + 1), m->addresses[1].address,
-		    sizeof(m->addresses[1].address), &fam[1]);
-	if (r < 0)
-		return errbuf_set(e, ERR_INVALID, "node %s: annotation %s \"%.100s\": want an IP "
-		    "or a dual-stack pair \"IPv4,IPv6\"", node, CLOUD_PROVIDED_NODE_IP, v);
-	if (comma != NULL && fam[0] == fam[1])
-		return errbuf_set(e, ERR_INVALID, "node %s: annotation %s \"%.100s\": a pair "
-		    "must be one IPv4 and one IPv6 address", node, CLOUD_PROVIDED_NODE_IP, v);
-	m->addresses[0].type = MD_ADDR_INTERNAL_IP;
-	m->addresses[1].type = MD_ADDR_INTERNAL_IP;
-	m->n_addresses = comma != NULL ? 2 : 1;
-	return 0;
+	for (int i = 0; i < n; i++) {
+		m->addresses[i].type = MD_ADDR_INTERNAL_IP;
+		snprintf(m->addresses[i].address, sizeof(m->addresses[i].address), "%s",
+		    ips[i].text);
+	}
+	if (n > 0)
+		m->n_addresses = (size_t)n;
+	return n < 0 ? n : 0;
 }
 
 /* metadata_label copies a reported label after checking its syntax. */

@@ -1,7 +1,6 @@
 /* node.c - the cloud-node controller (contract in node.h). */
 #include "controllers/node.h"
 
-#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,65 +84,21 @@ nodectl_metrics_init(void)
 
 /* --- the wanted state: pure functions of a Node and its instance ---------- */
 
-/* A parsed IP: family and 16 bytes (IPv4 in the first 4). */
-struct nodectl_ip {
-	int family;
-	unsigned char b[16];
-};
-
+/* nodectl_provided_ips parses the provided-node-ip annotation: how many
+ * node IPs (0 when absent) or ERR_INVALID. */
 static int
-nodectl_ip_parse(const char *s, size_t len, struct nodectl_ip *ip)
+nodectl_provided_ips(const struct kube_node *n, struct cloud_node_ip ips[2], struct errbuf *e)
 {
-	char tmp[INET6_ADDRSTRLEN + 1];
+	const char *v = kube_node_annotation(n, CLOUD_PROVIDED_NODE_IP);
 
-	if (len == 0 || len >= sizeof(tmp))
-		return ERR_INVALID;
-	memcpy(tmp, s, len);
-	tmp[len] = '\0';
-	memset(ip, 0, sizeof(*ip));
-	if (inet_pton(AF_INET, tmp, ip->b) == 1)
-		ip->family = AF_INET;
-	else if (strchr(tmp, '%') == NULL && inet_pton(AF_INET6, tmp, ip->b) == 1)
-		ip->family = AF_INET6;
-	else
-		return ERR_INVALID;
-	return 0;
-}
-
-static int
-nodectl_ip_equal(const struct nodectl_ip *a, const char *s)
-{
-	struct nodectl_ip b;
-
-	return nodectl_ip_parse(s, strlen(s), &b) == 0 && a->family == b.family &&
-	    memcmp(a->b, b.b, sizeof(a->b)) == 0;
-}
-
-/* nodectl_provided_ips parses the provided-node-ip annotation: one IP or an
- * IPv4/IPv6 pair. Returns how many (0 when absent) or ERR_INVALID. */
-static int
-nodectl_provided_ips(const struct kube_node *n, struct nodectl_ip ips[2], struct errbuf *e)
-{
-	const char *v = kube_node_annotation(n, CLOUD_PROVIDED_NODE_IP), *comma;
-	int k;
-
-	if (v == NULL || *v == '\0')
-		return 0;
-	comma = strchr(v, ',');
-	k = comma ? 2 : 1;
-	if (nodectl_ip_parse(v, comma ? (size_t)(comma - v) : strlen(v), &ips[0]) < 0 ||
-	    (comma && nodectl_ip_parse(comma + 1, strlen(comma + 1), &ips[1]) < 0) ||
-	    (comma && ips[0].family == ips[1].family))
-		return errbuf_set(e, ERR_INVALID, "node %s: annotation %s \"%.100s\" is not an IP "
-		    "or an IPv4,IPv6 pair", n->name, CLOUD_PROVIDED_NODE_IP, v);
-	return k;
+	return v == NULL || *v == '\0' ? 0 : cloud_provided_node_ips(n->name, v, ips, e);
 }
 
 int
 nodectl_addresses(const struct kube_node *n, const struct cloud_instance_metadata *m,
     struct cloud_address *out, size_t *ret_n, struct errbuf *e)
 {
-	struct nodectl_ip ips[2];
+	struct cloud_node_ip ips[2];
 	unsigned matched_types = 0;
 	size_t k = 0, i;
 	int nips, j, hostname = 0;
@@ -152,15 +107,12 @@ nodectl_addresses(const struct kube_node *n, const struct cloud_instance_metadat
 		return nips;
 	for (j = 0; j < nips; j++) {
 		for (i = 0; i < m->n_addresses; i++)
-			if (nodectl_ip_equal(&ips[j], m->addresses[i].address))
+			if (cloud_node_ip_equal(&ips[j], m->addresses[i].address))
 				break;
-		if (i == m->n_addresses) {
-			char ipbuf[INET6_ADDRSTRLEN];
-			inet_ntop(ips[j].family, ips[j].b, ipbuf, sizeof(ipbuf));
+		if (i == m->n_addresses)
 			return errbuf_set(e, ERR_PERMANENT, "node %s: provided node IP %s (annotation "
-			    "%s) is not among the instance's %zu addresses", n->name, ipbuf,
+			    "%s) is not among the instance's %zu addresses", n->name, ips[j].text,
 			    CLOUD_PROVIDED_NODE_IP, m->n_addresses);
-		}
 		out[k++] = m->addresses[i];
 		matched_types |= 1u << m->addresses[i].type;
 	}
@@ -542,6 +494,24 @@ nodectl_rv(json_object *o)
 	return NULL;
 }
 
+/* nodectl_patch_node sends ops (nodectl_node_ops) to the Node behind a test
+ * of rv; nothing when there are none. */
+static int
+nodectl_patch_node(struct kube_client *kc, const char *name, json_object *ops,
+    const char *rv, struct errbuf *e)
+{
+	char *path = NULL;
+	int r;
+
+	if (json_object_array_length(ops) == 0)
+		return 0;
+	if ((r = kube_path(&path, "/api/v1", NULL, "nodes", name, NULL, NULL)) < 0)
+		return errbuf_set(e, r, "node %s: bad name", name);
+	r = kube_patch_json(kc, path, ops, rv, NULL, NULL, e);
+	free(path);
+	return r;
+}
+
 /* nodectl_write makes the Node match m in at most two writes: the status's
  * addresses (skipped when equal), then labels, providerID and the taint.
  * Returns 0, ERR_CONFLICT (the Node changed: re-read and retry), or another
@@ -554,7 +524,7 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
 	struct cloud_address *addrs;
 	json_object *patch = NULL, *ret = NULL, *ops = NULL;
 	const char *rv = n->obj.resource_version;
-	char *path = NULL, rvbuf[128];
+	char *path = NULL;
 	size_t k = 0;
 	int r;
 
@@ -582,24 +552,18 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
 		path = NULL;
 		if (r < 0)
 			goto out;
-		const char *nrv = nodectl_rv(ret);
-		if (nrv == NULL || strlen(nrv) >= sizeof(rvbuf)) {
+		/* the second write is conditional on the first's result (ret
+		 * lives until out) */
+		if ((rv = nodectl_rv(ret)) == NULL || strlen(rv) >= NODECTL_RV_MAX) {
 			r = errbuf_set(e, ERR_INVALID, "node %s: the status write's answer has no "
-			    "metadata.resourceVersion", n->name);
+			    "usable metadata.resourceVersion", n->name);
 			goto out;
 		}
-		snprintf(rvbuf, sizeof(rvbuf), "%s", nrv);
-		rv = rvbuf;
 		if (ret_mid_rv != NULL)
-			snprintf(ret_mid_rv, mid_len, "%s", nrv);
+			snprintf(ret_mid_rv, mid_len, "%s", rv);
 	}
 	ops = nodectl_node_ops(n, initialize ? m : NULL);
-	if (json_object_array_length(ops) > 0) {
-		if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, NULL, NULL)) < 0)
-			goto out;
-		r = kube_patch_json(kc, path, ops, rv, NULL, NULL, e);
-		free(path);
-	}
+	r = nodectl_patch_node(kc, n->name, ops, rv, e);
 out:
 	json_object_put(patch);
 	json_object_put(ret);
@@ -624,12 +588,7 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 	if (!initialize) {
 		/* initialized: only the beta labels to copy (leader) */
 		json_object *ops = nodectl_node_ops(n, NULL);
-		if (json_object_array_length(ops) > 0) {
-			char *path = NULL;
-			if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, NULL, NULL)) == 0)
-				r = kube_patch_json(kc, path, ops, n->obj.resource_version, NULL, NULL, e);
-			free(path);
-		}
+		r = nodectl_patch_node(kc, n->name, ops, n->obj.resource_version, e);
 		json_object_put(ops);
 		goto out;
 	}
@@ -879,7 +838,7 @@ nodectl_refresh_once(struct nodectl *c, struct kube_client *kc)
 	struct nodectl_list_acc acc = { NULL, 0, 0 };
 	struct cloud_instance_metadata *m = malloc(sizeof(*m));
 	const struct store_obj **objs = NULL;
-	size_t nobjs = 0, updated = 0, failed = 0;
+	size_t nobjs = 0, checked = 0, failed = 0;
 	struct errbuf e = { "" };
 	int use_list = in->list != NULL;
 
@@ -925,13 +884,16 @@ nodectl_refresh_once(struct nodectl *c, struct kube_client *kc)
 			failed++;
 			log_info(2, "Cannot refresh node addresses", "node", n->name, "err", e.msg, NULL);
 		} else {
-			updated++;
+			checked++;
 		}
 	}
-	log_info(2, "Refreshed node addresses", "nodes", nobjs ? "some" : "none",
-	    "list", use_list ? "true" : "false", NULL);
-	(void)updated;
-	(void)failed;
+	if (log_enabled(2)) {
+		char nc[24], nf[24];
+		snprintf(nc, sizeof(nc), "%zu", checked);
+		snprintf(nf, sizeof(nf), "%zu", failed);
+		log_info(2, "Refreshed node addresses", "checked", nc, "failed", nf,
+		    "list", use_list ? "true" : "false", NULL);
+	}
 out:
 	store_list_free(objs, nobjs);
 	free(acc.v);
