@@ -204,12 +204,15 @@ struct kube_rl {
 static struct kube_rl kube_rls[KUBE_RL_CLASSES] = {
 	{ .lock = PTHREAD_MUTEX_INITIALIZER },
 	{ .lock = PTHREAD_MUTEX_INITIALIZER },
+	{ .lock = PTHREAD_MUTEX_INITIALIZER },  /* KUBE_RL_NONE: qps 0, never waits */
 };
 
 void
 kube_ratelimit_init(double qps, int burst)
 {
 	for (int i = 0; i < KUBE_RL_CLASSES; i++) {
+		if (i == KUBE_RL_NONE)
+			continue;
 		struct kube_rl *rl = &kube_rls[i];
 		pthread_mutex_lock(&rl->lock);
 		rl->qps = qps;

@@ -211,10 +211,12 @@ void kube_request_info(const char *method, const char *path,
 
 /* Rate-limit classes: every request (watches and retries included) waits
  * for a token of its client's class. Events have a bucket of their own, as
- * the upstream CCM's event recorder has a client of its own. */
+ * the upstream CCM's event recorder has a client of its own; leader
+ * election takes none, so no other traffic ever delays a renewal. */
 #define KUBE_RL_CONTROLLERS 0
 #define KUBE_RL_EVENTS 1
-#define KUBE_RL_CLASSES 2
+#define KUBE_RL_NONE 2        /* never limited */
+#define KUBE_RL_CLASSES 3
 
 /* kube_ratelimit_init sets the client-side rate limit of every class: qps
  * tokens a second, burst at most, per class. Before it is called, requests

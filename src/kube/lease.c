@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "flags.h"
-#include "http.h"
 #include "kube/client.h"
 #include "log.h"
 #include "metrics.h"
@@ -501,6 +501,8 @@ lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **
 		free(l);
 		return r;
 	}
+	kube_client_set_retries(&l->client, 0, 0, 0);
+	kube_client_set_ratelimit_class(&l->client, KUBE_RL_NONE);
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -523,83 +525,24 @@ lease_identity(const struct lease *l)
 /* lease_request is kube_request with a deadline: like client-go's renew
  * context, no request may outlive the renew deadline, or a hung API server
  * would keep the elector from stopping before the lease expires for others.
- * It skips the process-wide rate limiter: upstream's leader election has its
+ * deadline_ns is on the elector's clock (lease_now_ns); the client's is
+ * CLOCK_MONOTONIC. The client makes no retries (the elector's loop is the
+ * retry) and takes no rate-limit token: upstream's leader election has its
  * own client, so controller traffic never delays a renewal. */
 static int
 lease_request(struct lease *l, const char *method, const char *path, const char *body,
     int64_t deadline_ns, json_object **ret, struct errbuf *e)
 {
-	struct kube_client *c = &l->client;
-	const char *headers[] = { "Accept: application/json", c->user_agent, NULL };
-	struct http_request req = {
-		.method = method,
-		.headers = headers,
-		.content_type = body ? "application/json" : NULL,
-		.body = body,
-		.body_len = body ? strlen(body) : 0,
-		.max_body = LEASE_BODY_MAX,
-	};
-	struct http_response resp;
-	char *url = NULL, *token = NULL;
-	int64_t t0 = lease_now_ns(), left = deadline_ns - t0;
+	int64_t left = deadline_ns - lease_now_ns();
 	int r;
 
 	if (left < NS_PER_MS)
 		return errbuf_set(e, ERR_TIMEOUT, "%s %s: no time left before the renew deadline",
 		    method, path);
-	req.timeout_ms = left / NS_PER_MS;
-	if (req.timeout_ms > KUBE_REQUEST_TIMEOUT_MS)
-		req.timeout_ms = KUBE_REQUEST_TIMEOUT_MS;
-	if (asprintf(&url, "%s%s", c->kc->server, path) < 0)
-		return ERR_NOMEM;
-	req.url = url;
-	if (strncmp(url, "https://", 8) == 0)
-		req.tls = &c->tls;
-	if ((r = kubeconfig_token(c->kc, &token, e)) < 0)
-		goto out;
-	req.bearer_token = token;
-	r = http_do(c->http, &req, &resp, e);
-	if (log_enabled(6)) {
-		char ms[32], code[16];
-		snprintf(ms, sizeof(ms), "%" PRId64, (int64_t)((lease_now_ns() - t0) / NS_PER_MS));
-		snprintf(code, sizeof(code), "%ld", r < 0 ? 0L : resp.status);
-		log_info(6, "HTTP request", "verb", method, "url", url, "status", code,
-		    "milliseconds", ms, NULL);
-	}
-	if (r < 0) {
-		errbuf_prefix(e, r, "%s %s", method, path);
-		goto out;
-	}
-	if (resp.status < 200 || resp.status > 299) {
-		r = kube_status_decode(resp.status, resp.body, resp.body_len, e);
-		errbuf_prefix(e, r, "%s %s", method, path);
-	} else if (ret) {
-		json_tokener *tok = json_tokener_new_ex(KUBE_JSON_DEPTH);
-		json_object *o = NULL;
-		if (tok == NULL) {
-			r = ERR_NOMEM;
-		} else {
-			o = json_tokener_parse_ex(tok, resp.body, (int)resp.body_len);
-			if (o == NULL || json_tokener_get_error(tok) != json_tokener_success ||
-			    json_tokener_get_parse_end(tok) != resp.body_len ||
-			    !json_object_is_type(o, json_type_object)) {
-				json_object_put(o);
-				o = NULL;
-				r = errbuf_set(e, ERR_INVALID, "%s %s: the answer is not a JSON object",
-				    method, path);
-			}
-			json_tokener_free(tok);
-		}
-		if (o)
-			*ret = o;
-	}
-	http_response_free(&resp);
-out:
-	if (token) {
-		explicit_bzero(token, strlen(token));
-		free(token);
-	}
-	free(url);
+	kube_client_set_deadline(&l->client, clock_mono_ns() + left);
+	r = kube_request(&l->client, method, path, body ? "application/json" : NULL, body,
+	    ret, NULL, e);
+	kube_client_set_deadline(&l->client, 0);
 	return r;
 }
 

@@ -46,7 +46,6 @@
 #define LEASE_POLL_JITTER 0.1      /* a contender polls every retry period less
                                       up to this fraction of it */
 #define LEASE_HEALTH_TIMEOUT_NS (20LL * 1000000000LL) /* healthz tolerance past the lease duration */
-#define LEASE_BODY_MAX (1024 * 1024) /* bytes: a Lease answer */
 
 struct lease_config {
 	const char *namespace;      /* --leader-elect-resource-namespace */
