@@ -1,13 +1,31 @@
-/* clock.c - the monotonic clock in nanoseconds. */
+/* clock.c - the system clocks in nanoseconds. */
 #include "clock.h"
 
 #include <time.h>
 
-int64_t
-clock_mono_ns(void)
+static int64_t
+clock_read(clockid_t id)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	clock_gettime(id, &ts);
+	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
+}
+
+int64_t
+clock_mono_ns(void)
+{
+	return clock_read(CLOCK_MONOTONIC);
+}
+
+int64_t
+clock_boot_ns(void)
+{
+	return clock_read(CLOCK_BOOTTIME);
+}
+
+int64_t
+clock_real_ns(void)
+{
+	return clock_read(CLOCK_REALTIME);
 }

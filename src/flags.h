@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "clock.h" /* NS_PER_S, for the durations */
 #include "err.h"
 
 enum flag_type {
@@ -58,8 +59,5 @@ int duration_parse(const char *s, int64_t *ret_ns);
 
 /* duration_format writes ns the way Go prints a time.Duration ("5m0s"). */
 void duration_format(int64_t ns, char *buf, size_t len);
-
-#define NS_PER_MS 1000000LL
-#define NS_PER_S 1000000000LL
 
 #endif

@@ -1,0 +1,406 @@
+/* jsonx.c - the strict parser and the typed getters. */
+#include "jsonx.h"
+
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "rfc3339.h"
+
+/* The grammar check. json-c's strict mode still takes single-quoted keys,
+ * NaN, Infinity, "1." and raw control bytes in strings, all of which Go's
+ * encoding/json (the API server's, and every cloud's) refuses; this one pass
+ * over the text refuses them first, so one standard holds. */
+
+enum jsonx_state {
+	JSONX_VALUE,         /* a value must come */
+	JSONX_VALUE_OR_END,  /* just after '[' */
+	JSONX_KEY_OR_END,    /* just after '{' */
+	JSONX_KEY,           /* after ',' in an object */
+	JSONX_COLON,         /* after a key */
+	JSONX_AFTER,         /* after a value */
+};
+
+static int
+jsonx_is_ws(char c)
+{
+	return c == ' ' || c == '\t' || c == '\r' || c == '\n';
+}
+
+static int
+jsonx_is_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static int
+jsonx_is_hex(char c)
+{
+	return jsonx_is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* jsonx_scan_string checks the string whose '"' is at s[*i], and moves *i
+ * past its closing quote. Returns 0 or -1 with *i at the fault. */
+static int
+jsonx_scan_string(const char *s, size_t len, size_t *i)
+{
+	size_t p = *i + 1;
+
+	for (; p < len; p++) {
+		unsigned char c = (unsigned char)s[p];
+		if (c == '"') {
+			*i = p + 1;
+			return 0;
+		}
+		if (c < 0x20)
+			break;
+		if (c != '\\')
+			continue;
+		if (++p >= len)
+			break;
+		if (s[p] == 'u') {
+			if (len - p < 5 || !jsonx_is_hex(s[p + 1]) || !jsonx_is_hex(s[p + 2]) ||
+			    !jsonx_is_hex(s[p + 3]) || !jsonx_is_hex(s[p + 4]))
+				break;
+			p += 4;
+		} else if (strchr("\"\\/bfnrt", s[p]) == NULL || s[p] == '\0') {
+			break;
+		}
+	}
+	*i = p;
+	return -1;
+}
+
+/* jsonx_scan_number checks a number at s[*i] (RFC 8259: no leading zeros,
+ * digits on both sides of '.', digits after an exponent). */
+static int
+jsonx_scan_number(const char *s, size_t len, size_t *i)
+{
+	size_t p = *i;
+
+	if (p < len && s[p] == '-')
+		p++;
+	if (p < len && s[p] == '0') {
+		p++;
+	} else if (p < len && jsonx_is_digit(s[p])) {
+		while (p < len && jsonx_is_digit(s[p]))
+			p++;
+	} else {
+		goto bad;
+	}
+	if (p < len && s[p] == '.') {
+		if (++p >= len || !jsonx_is_digit(s[p]))
+			goto bad;
+		while (p < len && jsonx_is_digit(s[p]))
+			p++;
+	}
+	if (p < len && (s[p] == 'e' || s[p] == 'E')) {
+		p++;
+		if (p < len && (s[p] == '+' || s[p] == '-'))
+			p++;
+		if (p >= len || !jsonx_is_digit(s[p]))
+			goto bad;
+		while (p < len && jsonx_is_digit(s[p]))
+			p++;
+	}
+	*i = p;
+	return 0;
+bad:
+	*i = p;
+	return -1;
+}
+
+/* jsonx_scan checks that s[0..len) is one JSON value, nested at most depth
+ * levels, with only whitespace around it. */
+static int
+jsonx_scan(const char *s, size_t len, int depth, struct errbuf *e)
+{
+	char stack[JSONX_DEPTH_MAX];
+	enum jsonx_state st = JSONX_VALUE;
+	int top = 0;
+	size_t i = 0;
+
+	if (depth > JSONX_DEPTH_MAX)
+		depth = JSONX_DEPTH_MAX;
+	for (;;) {
+		while (i < len && jsonx_is_ws(s[i]))
+			i++;
+		if (i == len) {
+			if (st == JSONX_AFTER && top == 0)
+				return 0;
+			return errbuf_set(e, ERR_INVALID, "JSON text cut short (%zu bytes)", len);
+		}
+		char c = s[i];
+		switch (st) {
+		case JSONX_VALUE_OR_END:
+			if (c == ']') {
+				top--;
+				i++;
+				st = JSONX_AFTER;
+				continue;
+			}
+			/* FALLTHROUGH */
+		case JSONX_VALUE:
+			if (c == '{' || c == '[') {
+				if (top >= depth)
+					return errbuf_set(e, ERR_INVALID, "not valid JSON: "
+					    "nested deeper than %d levels (at byte %zu)", depth, i);
+				stack[top++] = c;
+				i++;
+				st = c == '{' ? JSONX_KEY_OR_END : JSONX_VALUE_OR_END;
+				continue;
+			}
+			if (c == '"') {
+				if (jsonx_scan_string(s, len, &i) < 0)
+					goto bad;
+			} else if (c == '-' || jsonx_is_digit(c)) {
+				if (jsonx_scan_number(s, len, &i) < 0)
+					goto bad;
+			} else if (len - i >= 4 && memcmp(s + i, "true", 4) == 0) {
+				i += 4;
+			} else if (len - i >= 5 && memcmp(s + i, "false", 5) == 0) {
+				i += 5;
+			} else if (len - i >= 4 && memcmp(s + i, "null", 4) == 0) {
+				i += 4;
+			} else {
+				goto bad;
+			}
+			st = JSONX_AFTER;
+			continue;
+		case JSONX_KEY_OR_END:
+			if (c == '}') {
+				top--;
+				i++;
+				st = JSONX_AFTER;
+				continue;
+			}
+			/* FALLTHROUGH */
+		case JSONX_KEY:
+			if (c != '"' || jsonx_scan_string(s, len, &i) < 0)
+				goto bad;
+			st = JSONX_COLON;
+			continue;
+		case JSONX_COLON:
+			if (c != ':')
+				goto bad;
+			i++;
+			st = JSONX_VALUE;
+			continue;
+		case JSONX_AFTER:
+			if (top == 0)
+				return errbuf_set(e, ERR_INVALID,
+				    "not valid JSON: data after the value (at byte %zu)", i);
+			if (c == ',') {
+				st = stack[top - 1] == '{' ? JSONX_KEY : JSONX_VALUE;
+			} else if ((c == '}' && stack[top - 1] == '{') ||
+			    (c == ']' && stack[top - 1] == '[')) {
+				top--;
+			} else {
+				goto bad;
+			}
+			i++;
+			continue;
+		}
+	}
+bad:
+	if (i >= len)
+		return errbuf_set(e, ERR_INVALID, "JSON text cut short (%zu bytes)", len);
+	if ((unsigned char)s[i] >= 0x20 && (unsigned char)s[i] < 0x7f)
+		return errbuf_set(e, ERR_INVALID, "not valid JSON: unexpected '%c' (at byte %zu)",
+		    s[i], i);
+	return errbuf_set(e, ERR_INVALID, "not valid JSON: unexpected byte 0x%02x (at byte %zu)",
+	    (unsigned char)s[i], i);
+}
+
+int
+jsonx_parse(const char *buf, size_t len, int depth, json_object **ret,
+    struct errbuf *e)
+{
+	json_tokener *tok;
+	json_object *o;
+	enum json_tokener_error err;
+	size_t end;
+
+	if (len > INT_MAX)
+		return errbuf_set(e, ERR_TOO_LARGE, "JSON text of %zu bytes", len);
+	if (depth < 1 || depth > JSONX_DEPTH_MAX)
+		return errbuf_set(e, ERR_INVALID, "JSON nesting depth %d is not allowed", depth);
+	if (jsonx_scan(buf, len, depth, e) < 0)
+		return ERR_INVALID;
+	/* json-c counts the top level too */
+	if ((tok = json_tokener_new_ex(depth + 1)) == NULL)
+		return errbuf_set(e, ERR_INVALID, "JSON nesting depth %d is not allowed", depth);
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, buf, (int)len);
+	/* a bare number at the end waits for a terminator: the NUL is one */
+	if (o == NULL && json_tokener_get_error(tok) == json_tokener_continue)
+		o = json_tokener_parse_ex(tok, "", 1);
+	err = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	if (o == NULL || err != json_tokener_success) {
+		json_object_put(o);
+		if (err == json_tokener_continue || err == json_tokener_success)
+			return errbuf_set(e, ERR_INVALID, "JSON text cut short (%zu bytes)", len);
+		return errbuf_set(e, ERR_INVALID, "not valid JSON: %s (at byte %zu)",
+		    json_tokener_error_desc(err), end);
+	}
+	/* the scan saw one value and only whitespace after it */
+	*ret = o;
+	return 0;
+}
+
+const char *
+jsonx_type_name(enum json_type t)
+{
+	switch (t) {
+	case json_type_null: return "null";
+	case json_type_boolean: return "a boolean";
+	case json_type_double: return "a number";
+	case json_type_int: return "an integer";
+	case json_type_object: return "an object";
+	case json_type_array: return "an array";
+	case json_type_string: return "a string";
+	}
+	return "unknown";
+}
+
+static int
+jsonx_bad(struct errbuf *e, const char *path, const char *field, const char *what)
+{
+	return errbuf_set(e, ERR_INVALID, "%s%s%s: %s", path, *path ? "." : "", field, what);
+}
+
+int
+jsonx_string_ok(json_object *s)
+{
+	return memchr(json_object_get_string(s), '\0',
+	    (size_t)json_object_get_string_len(s)) == NULL;
+}
+
+int
+jsonx_get(json_object *parent, const char *path, const char *field, enum json_type t,
+    int flags, json_object **ret, struct errbuf *e)
+{
+	json_object *v = NULL;
+	char what[48];
+
+	if (parent == NULL || !json_object_object_get_ex(parent, field, &v) || v == NULL) {
+		if (flags & JSONX_REQUIRED)
+			return jsonx_bad(e, path, field, "missing");
+		*ret = NULL;
+		return 0;
+	}
+	if (!json_object_is_type(v, t)) {
+		snprintf(what, sizeof(what), "expected %s", jsonx_type_name(t));
+		return jsonx_bad(e, path, field, what);
+	}
+	if (t == json_type_string && !jsonx_string_ok(v))
+		return jsonx_bad(e, path, field, "holds a NUL character");
+	*ret = v;
+	return 0;
+}
+
+int
+jsonx_str(json_object *parent, const char *path, const char *field, int flags,
+    const char **ret, size_t *ret_len, struct errbuf *e)
+{
+	json_object *v;
+	int r;
+
+	if ((r = jsonx_get(parent, path, field, json_type_string, flags, &v, e)) < 0)
+		return r;
+	*ret = v ? json_object_get_string(v) : NULL;
+	if (ret_len)
+		*ret_len = v ? (size_t)json_object_get_string_len(v) : 0;
+	return 0;
+}
+
+/* jsonx_int_exact tells whether x is the integer the text held: json-c
+ * saturates integers past 64 bits, so the edges are no proof. */
+static int
+jsonx_int_exact(json_object *v, int64_t x)
+{
+	const char *s;
+
+	if (x != INT64_MAX && x != INT64_MIN)
+		return 1;
+	s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
+	return strcmp(s, x == INT64_MAX ? "9223372036854775807" : "-9223372036854775808") == 0;
+}
+
+int
+jsonx_int(json_object *parent, const char *path, const char *field, int64_t min,
+    int64_t max, int flags, int64_t *ret, struct errbuf *e)
+{
+	json_object *v;
+	int64_t x;
+	int r;
+
+	if ((r = jsonx_get(parent, path, field, json_type_int, flags, &v, e)) < 0)
+		return r;
+	if (v == NULL) {
+		*ret = 0;
+		return 0;
+	}
+	x = json_object_get_int64(v);
+	if (x < min || x > max || !jsonx_int_exact(v, x))
+		return jsonx_bad(e, path, field, "out of range");
+	*ret = x;
+	return 0;
+}
+
+int
+jsonx_bool(json_object *parent, const char *path, const char *field, int flags,
+    int *ret, struct errbuf *e)
+{
+	json_object *v;
+	int r;
+
+	if ((r = jsonx_get(parent, path, field, json_type_boolean, flags, &v, e)) < 0)
+		return r;
+	*ret = v ? json_object_get_boolean(v) : 0;
+	return 0;
+}
+
+int
+jsonx_object(json_object *parent, const char *path, const char *field, int flags,
+    json_object **ret, struct errbuf *e)
+{
+	return jsonx_get(parent, path, field, json_type_object, flags, ret, e);
+}
+
+int
+jsonx_array(json_object *parent, const char *path, const char *field, int flags,
+    json_object **ret, size_t *ret_n, struct errbuf *e)
+{
+	json_object *v;
+	int r;
+
+	if ((r = jsonx_get(parent, path, field, json_type_array, flags, &v, e)) < 0)
+		return r;
+	*ret = v;
+	*ret_n = v ? json_object_array_length(v) : 0;
+	return 0;
+}
+
+int
+jsonx_time(json_object *parent, const char *path, const char *field, int flags,
+    int64_t *ret_sec, struct errbuf *e)
+{
+	const char *s;
+	int64_t sec;
+	int32_t ns;
+	int r;
+
+	if ((r = jsonx_str(parent, path, field, flags, &s, NULL, e)) < 0)
+		return r;
+	if (s == NULL) {
+		*ret_sec = 0;
+		return 0;
+	}
+	if (rfc3339_parse(s, &sec, &ns) < 0)
+		return jsonx_bad(e, path, field, "not an RFC 3339 time");
+	*ret_sec = sec;
+	return 0;
+}

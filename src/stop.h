@@ -1,0 +1,48 @@
+/* stop.h - a stop signal: a flag that threads poll cheaply, and sleeps that a
+ * stop ends at once.
+ *
+ * Contract: stop_init before use; any thread may stop_request (idempotent)
+ * and the flag never clears. Sleepers block on a condition variable of the
+ * monotonic clock, so a stop wakes them at once instead of at the next poll.
+ * A signal handler may not take the lock: the process's signals are turned
+ * into a stop by stop_on_signals (a thread that sigwaits), so handlers are
+ * never needed. Never logs. */
+#ifndef BOOTCCM_STOP_H
+#define BOOTCCM_STOP_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+struct stop {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;  /* CLOCK_MONOTONIC */
+	int flag;             /* atomic; set once */
+};
+
+/* stop_init makes s ready, not stopped. */
+void stop_init(struct stop *s);
+
+/* stop_destroy frees what stop_init made; nobody may use s afterwards. */
+void stop_destroy(struct stop *s);
+
+/* stop_request sets the flag and wakes every sleeper. */
+void stop_request(struct stop *s);
+
+/* stop_requested tells whether a stop was requested. NULL: never. */
+int stop_requested(const struct stop *s);
+
+/* stop_sleep_until sleeps until the monotonic clock reaches deadline_ns
+ * (clock_mono_ns) or s is stopped. Returns 1 when stopped (before or during
+ * the sleep), 0 when the deadline passed. NULL s: a plain sleep. */
+int stop_sleep_until(struct stop *s, int64_t deadline_ns);
+
+/* stop_sleep sleeps ns nanoseconds; as stop_sleep_until. */
+int stop_sleep(struct stop *s, int64_t ns);
+
+/* stop_on_signals blocks SIGTERM and SIGINT in the calling thread (threads
+ * created after it inherit the mask) and starts a detached thread that turns
+ * them into stop_request(s). Call it from
+ * main before any other thread starts. Returns 0 or ERR_INTERNAL. */
+int stop_on_signals(struct stop *s);
+
+#endif
