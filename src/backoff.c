@@ -1,7 +1,6 @@
 /* backoff.c - capped exponential delays with downward jitter. */
 #include "backoff.h"
 
-#include <errno.h>
 #include <math.h>
 #include <stdint.h>
 #include <time.h>
@@ -69,29 +68,4 @@ backoff_next(struct backoff *b)
 	if (b->steps < 64)
 		b->steps++;
 	return d;
-}
-
-int
-backoff_stopped(const volatile sig_atomic_t *stop)
-{
-	return stop && __atomic_load_n(stop, __ATOMIC_RELAXED);
-}
-
-int
-backoff_sleep(int64_t ns, const volatile sig_atomic_t *stop)
-{
-	struct timespec ts;
-
-	while (ns > 0) {
-		if (backoff_stopped(stop))
-			return 1;
-		int64_t slice = stop && ns > BACKOFF_POLL_NS ? BACKOFF_POLL_NS : ns;
-		ts.tv_sec = (time_t)(slice / 1000000000LL);
-		ts.tv_nsec = (long)(slice % 1000000000LL);
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			if (backoff_stopped(stop))
-				return 1;
-		ns -= slice;
-	}
-	return backoff_stopped(stop);
 }

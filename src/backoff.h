@@ -1,5 +1,5 @@
 /* backoff.h - exponential backoff with jitter: a base delay that grows by a
- * factor per step up to a cap, and an interruptible sleep.
+ * factor per step up to a cap (stop_sleep in stop.h sleeps one out).
  *
  * Contract: a struct backoff belongs to one thread (it carries its own random
  * state, so no lock is needed); never logs. Jitter only shortens a delay:
@@ -11,10 +11,7 @@
 #ifndef BOOTCCM_BACKOFF_H
 #define BOOTCCM_BACKOFF_H
 
-#include <signal.h>
 #include <stdint.h>
-
-#define BACKOFF_POLL_NS 20000000LL /* 20 ms: how often a sleep looks at its stop flag */
 
 struct backoff {
 	int64_t base_ns;  /* the first delay */
@@ -41,14 +38,5 @@ int64_t backoff_next(struct backoff *b);
  * gives the full delay, u -> 1 the shortest. Pure; for tests and for callers
  * that keep the step count themselves (per-key requeues). */
 int64_t backoff_delay(const struct backoff *b, unsigned step, double u);
-
-/* backoff_sleep sleeps ns nanoseconds, or less when *stop (may be NULL)
- * becomes non-zero: it is read every BACKOFF_POLL_NS. Returns 1 when it
- * stopped early or *stop was already set, else 0. */
-int backoff_sleep(int64_t ns, const volatile sig_atomic_t *stop);
-
-/* backoff_stopped reads *stop (NULL: never stopping). A signal handler sets
- * the flag with a plain store; another thread should use __atomic_store_n. */
-int backoff_stopped(const volatile sig_atomic_t *stop);
 
 #endif

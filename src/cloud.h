@@ -25,10 +25,10 @@
 #ifndef BOOTCCM_CLOUD_H
 #define BOOTCCM_CLOUD_H
 
-#include <signal.h>
 #include <stddef.h>
 
 #include "err.h"
+#include "stop.h"
 #include "metadata/metadata.h"
 
 #define CLOUD_ID_MAX MD_ID_MAX          /* bytes: providerID */
@@ -199,7 +199,7 @@ struct cloud_config {
 	const char *md_endpoint;
 	const char *md_dmi_dir;
 	const char *md_config_drive;
-	const volatile sig_atomic_t *stop; /* abandon cloud retries once non-zero */
+	struct stop *stop;                 /* abandon cloud retries once stopped */
 };
 
 struct cloud_provider {

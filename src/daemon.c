@@ -10,14 +10,16 @@
 #include <string.h>
 #include <time.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "cloud.h"
-#include "controllers/node.h"
+#include "controllers/nodectl.h"
 #include "controllers/nodelifecycle.h"
 #include "err.h"
 #include "flags.h"
 #include "kube/client.h"
 #include "kube/events.h"
+#include "kube/flowcontrol.h"
 #include "kube/lease.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
@@ -28,24 +30,26 @@
 #include "serve.h"
 #include "version.h" /* generated: build/gen/version.h */
 
-#define WAIT_BACKOFF_MIN_MS 50     /* first retry while the API server is down */
-#define WAIT_BACKOFF_MAX_MS 200    /* cap: an API server that comes up is seen at once
-                                      (a refused connection costs next to nothing) */
-#define WAIT_REPORT_S 30           /* repeat "still waiting" this often */
+#define WAIT_BACKOFF_MIN_NS (50 * NS_PER_MS)  /* first retry while the API server is down */
+#define WAIT_BACKOFF_MAX_NS (200 * NS_PER_MS) /* cap: an API server that comes up is seen
+                                                 at once (a refused connection costs
+                                                 next to nothing) */
+#define WAIT_REPORT_NS (30 * NS_PER_S)        /* repeat "still waiting" this often */
 /* the reflectors' retry cap: a missing RBAC binding (403) that appears, or an
  * API server back from an outage, is seen within this */
 #define DAEMON_REFLECTOR_BACKOFF_MAX_NS (4 * NS_PER_S)
 
-volatile sig_atomic_t daemon_stop;
+struct stop daemon_stop;
 
-int
-daemon_sleep_ms(long ms)
+void
+daemon_lease_config(const struct options *o, struct lease_config *cfg)
 {
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	while (!backoff_stopped(&daemon_stop) && nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
-	return backoff_stopped(&daemon_stop);
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->namespace = o->leader_elect_resource_namespace;
+	cfg->name = o->leader_elect_resource_name;
+	cfg->lease_duration_ns = o->leader_elect_lease_duration_ns;
+	cfg->renew_deadline_ns = o->leader_elect_renew_deadline_ns;
+	cfg->retry_period_ns = o->leader_elect_retry_period_ns;
 }
 
 /* daemon_connect_config loads --kubeconfig (or the in-cluster configuration),
@@ -191,30 +195,30 @@ static int
 daemon_wait_apiserver(struct kube_client *c, char *version, size_t len)
 {
 	struct errbuf e;
-	long backoff = WAIT_BACKOFF_MIN_MS;
-	double first_fail = 0, last_report = 0;
-	int r;
+	struct backoff b;
+	int64_t first_fail = 0, last_report = 0;
 
-	while (!backoff_stopped(&daemon_stop)) {
-		if ((r = daemon_server_version(c, version, len, &e)) == 0)
+	backoff_init(&b, WAIT_BACKOFF_MIN_NS, WAIT_BACKOFF_MAX_NS, 2.0, 0);
+	while (!stop_requested(&daemon_stop)) {
+		if (daemon_server_version(c, version, len, &e) == 0)
 			return 0;
-		double now = ((double)clock_mono_ns() / 1e9);
+		int64_t now = clock_mono_ns();
 		if (first_fail == 0) {
 			first_fail = last_report = now;
 			log_warn("Waiting for the API server", "server", c->kc->server,
 			    "err", e.msg, NULL);
-		} else if (now - last_report >= WAIT_REPORT_S) {
+		} else if (now - last_report >= WAIT_REPORT_NS) {
 			char waited[32];
-			snprintf(waited, sizeof(waited), "%.0fs", now - first_fail);
+			snprintf(waited, sizeof(waited), "%llds",
+			    (long long)((now - first_fail) / NS_PER_S));
 			last_report = now;
 			log_warn("Still waiting for the API server", "server", c->kc->server,
 			    "waited", waited, "err", e.msg, NULL);
 		} else {
 			log_info(4, "API server not answering yet", "err", e.msg, NULL);
 		}
-		if (daemon_sleep_ms(backoff))
+		if (stop_sleep(&daemon_stop, backoff_next(&b)))
 			break;
-		backoff = backoff * 2 > WAIT_BACKOFF_MAX_MS ? WAIT_BACKOFF_MAX_MS : backoff * 2;
 	}
 	return ERR_TIMEOUT;
 }
@@ -437,7 +441,7 @@ daemon_run(const struct options *o)
 	log_info(0, "Starting bootccm", "version", BOOTCCM_VERSION, "commit", BOOTCCM_COMMIT,
 	    "kubeconfig", d.kc.source, "server", d.kc.server, "node", o->node_name,
 	    "cloudProvider", o->cloud_provider ? o->cloud_provider : "", NULL);
-	kube_ratelimit_init(o->kube_api_qps, o->kube_api_burst);
+	flowcontrol_init(o->kube_api_qps, o->kube_api_burst);
 	if (daemon_provider(&d, &e) < 0) {
 		log_error("Cannot start the cloud provider", "provider", o->cloud_provider,
 		    "err", e.msg, NULL);
@@ -474,7 +478,7 @@ daemon_run(const struct options *o)
 	}
 	if (o->leader_elect) {
 		struct lease_config lc;
-		lease_config_from_options(o, &lc);
+		daemon_lease_config(o, &lc);
 		lc.on_started_leading = daemon_started_leading;
 		lc.on_stopped_leading = daemon_stopped_leading;
 		lc.arg = &d;
@@ -489,8 +493,7 @@ daemon_run(const struct options *o)
 	} else {
 		daemon_started_leading(&d);
 	}
-	while (!daemon_sleep_ms(1000))
-		;
+	stop_sleep_until(&daemon_stop, INT64_MAX);
 stop:
 	log_info(0, "Stopping on signal", NULL);
 	/* the Lease first: a successor takes over at once, and the shared

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "metadata/cmd.h"
 #include "options.h"
+#include "stop.h"
 #include "version.h" /* generated: build/gen/version.h */
 
 static void
@@ -23,13 +24,6 @@ main_print_version(FILE *out)
 	fprintf(out, "libcurl %s (%s), json-c %s, libyaml %s\n", cv->version,
 	    cv->ssl_version ? cv->ssl_version : "no TLS", json_c_version(),
 	    yaml_get_version_string());
-}
-
-static void
-main_on_signal(int sig)
-{
-	(void)sig;
-	__atomic_store_n(&daemon_stop, 1, __ATOMIC_RELAXED);
 }
 
 static int
@@ -44,17 +38,18 @@ main(int argc, char **argv)
 {
 	struct options o;
 	struct errbuf e = { "" };
-	struct sigaction sa;
 	const char *prog = "bootccm";
 	int first = 1, check = 0, r, rc;
 
 	/* wolfSSL writes with send(): a peer that aborts must not kill us */
 	signal(SIGPIPE, SIG_IGN);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = main_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
+	/* before any other thread: they inherit the blocked SIGTERM and SIGINT,
+	 * which only the signal thread takes, as a stop */
+	stop_init(&daemon_stop);
+	if (stop_on_signals(&daemon_stop) < 0) {
+		fprintf(stderr, "%s: cannot start the signal thread\n", prog);
+		return 1;
+	}
 
 	if (argc > 1 && strcmp(argv[1], "metadata") == 0)
 		return md_cmd(argc - 1, argv + 1);

@@ -35,9 +35,7 @@ struct nodelifecycle {
 	struct kube_client client;        /* the thread's own */
 	pthread_t thread;
 	int started;
-	pthread_mutex_t lock;             /* with cond: the sleeps between passes */
-	pthread_cond_t cond;
-	volatile sig_atomic_t stopping;   /* atomic; also the client's stop flag */
+	struct stop stop;                 /* the sleeps between passes; the client's too */
 	/* the controller thread's alone */
 	int told_not_implemented;         /* logged once: the provider cannot tell */
 	int warned_errors;                /* warned for the current run of failing passes */
@@ -94,7 +92,7 @@ nodelifecycle_metrics_init(void)
 static int
 nodelifecycle_stopping(struct nodelifecycle *c)
 {
-	return __atomic_load_n(&c->stopping, __ATOMIC_ACQUIRE);
+	return stop_requested(&c->stop);
 }
 
 /* nodelifecycle_sleep waits ns (nothing when ns <= 0) unless asked to stop;
@@ -102,18 +100,7 @@ nodelifecycle_stopping(struct nodelifecycle *c)
 static int
 nodelifecycle_sleep(struct nodelifecycle *c, int64_t ns)
 {
-	int64_t deadline = clock_mono_ns() + (ns > 0 ? ns : 0);
-	struct timespec ts;
-	int stop;
-
-	ts.tv_sec = (time_t)(deadline / NS_PER_S);
-	ts.tv_nsec = (long)(deadline % NS_PER_S);
-	pthread_mutex_lock(&c->lock);
-	while (!c->stopping && clock_mono_ns() < deadline)
-		pthread_cond_timedwait(&c->cond, &c->lock, &ts);
-	stop = c->stopping;
-	pthread_mutex_unlock(&c->lock);
-	return stop;
+	return stop_sleep(&c->stop, ns);
 }
 
 /* nodelifecycle_wait_synced waits for the Node cache, noticing a stop.
@@ -464,7 +451,6 @@ nodelifecycle_start(const struct nodelifecycle_config *cfg, struct nodelifecycle
 {
 	const struct cloud_provider *p = cfg->provider;
 	struct nodelifecycle *c;
-	pthread_condattr_t ca;
 	pthread_attr_t attr;
 	int rc;
 
@@ -483,18 +469,14 @@ nodelifecycle_start(const struct nodelifecycle_config *cfg, struct nodelifecycle
 	c->cfg = *cfg;
 	if (c->cfg.monitor_period_ns <= 0)
 		c->cfg.monitor_period_ns = NS_PER_S;
-	pthread_mutex_init(&c->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	stop_init(&c->stop);
 	if ((c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "bootccm")) == NULL ||
 	    kube_client_init(&c->client, cfg->kc, c->user_agent) < 0) {
 		nodelifecycle_free(c);
 		return errbuf_set(e, ERR_NOMEM, "node lifecycle controller: out of memory");
 	}
 	c->cfg.user_agent = c->user_agent;
-	kube_client_set_stop(&c->client, &c->stopping);
+	kube_client_set_stop(&c->client, &c->stop);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, NODELIFECYCLE_STACK_SIZE);
 	rc = pthread_create(&c->thread, &attr, nodelifecycle_main, c);
@@ -514,10 +496,7 @@ nodelifecycle_stop(struct nodelifecycle *c)
 {
 	if (c == NULL)
 		return;
-	pthread_mutex_lock(&c->lock);
-	__atomic_store_n(&c->stopping, 1, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&c->cond);
-	pthread_mutex_unlock(&c->lock);
+	stop_request(&c->stop);
 	/* a request in flight (the API server slow to answer) ends at once */
 	if (c->client.http)
 		http_client_abort(c->client.http);
@@ -536,7 +515,6 @@ nodelifecycle_free(struct nodelifecycle *c)
 	if (c->client.http)
 		kube_client_cleanup(&c->client);
 	free(c->user_agent);
-	pthread_cond_destroy(&c->cond);
-	pthread_mutex_destroy(&c->lock);
+	stop_destroy(&c->stop);
 	free(c);
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "clock.h"
-#include "flags.h"
+#include "kube/flowcontrol.h"
 #include "log.h"
 #include "metrics.h"
 
@@ -99,7 +99,7 @@ kube_client_cleanup(struct kube_client *c)
 }
 
 void
-kube_client_set_stop(struct kube_client *c, const volatile sig_atomic_t *stop)
+kube_client_set_stop(struct kube_client *c, struct stop *stop)
 {
 	c->stop = stop;
 }
@@ -113,7 +113,7 @@ kube_client_set_deadline(struct kube_client *c, int64_t deadline_ns)
 void
 kube_client_set_ratelimit_class(struct kube_client *c, int cls)
 {
-	c->rl_class = cls >= 0 && cls < KUBE_RL_CLASSES ? cls : KUBE_RL_CONTROLLERS;
+	c->rl_class = cls >= 0 && cls < FLOWCONTROL_CLASSES ? cls : FLOWCONTROL_CONTROLLERS;
 }
 
 void
@@ -184,87 +184,6 @@ kube_status_decode(long status, const char *body, size_t len, struct errbuf *e)
 		errbuf_set(e, code, "HTTP %ld", status);
 	json_object_put(o);
 	return code;
-}
-
-/* --- rate limit --------------------------------------------------------------- */
-
-/* The client-side rate limits (--kube-api-qps/--kube-api-burst): one token
- * bucket per class, where a caller that finds it empty reserves the next
- * token and sleeps until it is due, so waiters are served in arrival order.
- * Like the upstream CCM, whose event recorder has a client (and so a rate
- * limiter) of its own, Events do not take the controllers' tokens. */
-struct kube_rl {
-	pthread_mutex_t lock;
-	double qps;      /* 0: unlimited */
-	double burst;
-	double tokens;
-	double last;     /* monotonic seconds of the last refill */
-};
-
-static struct kube_rl kube_rls[KUBE_RL_CLASSES] = {
-	{ .lock = PTHREAD_MUTEX_INITIALIZER },
-	{ .lock = PTHREAD_MUTEX_INITIALIZER },
-	{ .lock = PTHREAD_MUTEX_INITIALIZER },  /* KUBE_RL_NONE: qps 0, never waits */
-};
-
-void
-kube_ratelimit_init(double qps, int burst)
-{
-	for (int i = 0; i < KUBE_RL_CLASSES; i++) {
-		if (i == KUBE_RL_NONE)
-			continue;
-		struct kube_rl *rl = &kube_rls[i];
-		pthread_mutex_lock(&rl->lock);
-		rl->qps = qps;
-		rl->burst = burst < 1 ? 1 : burst;
-		rl->tokens = rl->burst;
-		rl->last = ((double)clock_mono_ns() / 1e9);
-		pthread_mutex_unlock(&rl->lock);
-	}
-}
-
-double
-kube_ratelimit_reserve_class(int cls)
-{
-	struct kube_rl *rl = &kube_rls[cls >= 0 && cls < KUBE_RL_CLASSES ? cls : 0];
-	double now, wait = 0;
-
-	pthread_mutex_lock(&rl->lock);
-	if (rl->qps > 0) {
-		now = ((double)clock_mono_ns() / 1e9);
-		rl->tokens += (now - rl->last) * rl->qps;
-		if (rl->tokens > rl->burst)
-			rl->tokens = rl->burst;
-		rl->last = now;
-		rl->tokens -= 1;
-		if (rl->tokens < 0)
-			wait = -rl->tokens / rl->qps;
-	}
-	pthread_mutex_unlock(&rl->lock);
-	return wait;
-}
-
-double
-kube_ratelimit_reserve(void)
-{
-	return kube_ratelimit_reserve_class(KUBE_RL_CONTROLLERS);
-}
-
-static void
-kube_ratelimit_wait_class(int cls)
-{
-	double wait = kube_ratelimit_reserve_class(cls);
-
-	/* not interruptible: the token is taken, and a request made while
-	 * stopping (a Lease release) must still go out */
-	if (wait > 0)
-		backoff_sleep((int64_t)(wait * 1e9), NULL);
-}
-
-void
-kube_ratelimit_wait(void)
-{
-	kube_ratelimit_wait_class(KUBE_RL_CONTROLLERS);
 }
 
 /* --- request info ------------------------------------------------------------- */
@@ -604,7 +523,7 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 		goto out;
 	req.bearer_token = token;
 	t0 = ((double)clock_mono_ns() / 1e9);
-	kube_ratelimit_wait_class(c->rl_class);
+	flowcontrol_wait(c->rl_class);
 	t1 = ((double)clock_mono_ns() / 1e9);
 	wait = t1 - t0;
 	metric_observe(kube_m_ratelimit, wait, method, c->host);
@@ -712,7 +631,7 @@ kube_do(struct kube_client *c, const char *method, const char *path,
 			reason = kube_retry_reason(method, status, r, le.msg, on_data != NULL);
 		if (reason == NULL || tries->attempts > c->max_retries)
 			break;
-		if (backoff_stopped(c->stop)) {
+		if (stop_requested(c->stop)) {
 			tries->stopped = 1;
 			break;
 		}
@@ -735,7 +654,7 @@ kube_do(struct kube_client *c, const char *method, const char *path,
 			log_info(2, "Retrying API request", "verb", method, "path", path,
 			    "reason", reason, "attempt", attempt, "delay", wait, NULL);
 		/* keep the answer through the sleep: a stop returns it */
-		if (backoff_sleep(delay, c->stop)) {
+		if (stop_sleep(c->stop, delay)) {
 			tries->stopped = 1;
 			break;
 		}
@@ -1044,7 +963,7 @@ kube_patch_retry(struct kube_client *c, const char *path, kube_patch_fn build,
 		snprintf(attempt, sizeof(attempt), "%d", try + 1);
 		log_info(2, "Object changed before the write, re-reading it", "path", path,
 		    "attempt", attempt, "err", le.msg, NULL);
-		if (backoff_sleep(backoff_next(&b), c->stop))
+		if (stop_sleep(c->stop, backoff_next(&b)))
 			break;
 	}
 	free(get_path);

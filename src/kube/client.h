@@ -18,16 +18,16 @@
  * reset or empty reply after the request went out only for GET and HEAD
  * (a write may have been processed). Never a 4xx other than 429. At most
  * c->max_retries retries (KUBE_RETRY_MAX by default, like client-go's 10).
- * Every attempt waits for the process-wide token bucket. A stream (a
+ * Every attempt waits for a token of its flowcontrol class. A stream (a
  * reflector's LIST or WATCH) is not retried when the server cannot be
  * reached at all: its caller runs its own backoff and must see the API
  * server go away (client-go's reflector sees connection refused likewise).
  *
- * Shutdown: kube_client_set_stop(c, &flag) makes the client abandon retries
- * (and its backoff sleeps, within BACKOFF_POLL_NS) once flag is non-zero: the
- * call then fails with the last attempt's error. The first attempt is always
+ * Shutdown: kube_client_set_stop(c, &stop) makes the client abandon retries
+ * (and wakes its backoff sleeps at once) once stop is requested: the call
+ * then fails with the last attempt's error. The first attempt is always
  * made, so a write at shutdown (a Lease release) still goes out. The daemon
- * passes its SIGTERM flag to every client it creates.
+ * passes its SIGTERM stop to every client it creates.
  *
  * Callers with their own schedule opt out or bound the retries: a loop that
  * already retries on a period (the wait for the API server, a one-shot
@@ -38,7 +38,6 @@
 #ifndef BOOTCCM_KUBE_CLIENT_H
 #define BOOTCCM_KUBE_CLIENT_H
 
-#include <signal.h>
 #include <stdint.h>
 #include <json-c/json.h>
 
@@ -46,6 +45,7 @@
 #include "err.h"
 #include "http.h"
 #include "kubeconfig.h"
+#include "stop.h"
 
 #define KUBE_REQUEST_TIMEOUT_MS 30000 /* a non-watch request */
 #define KUBE_JSON_DEPTH 128           /* nesting levels (managedFields nest deep) */
@@ -66,11 +66,11 @@ struct kube_client {
 	struct http_tls tls;
 	char user_agent[128];
 	char host[256];                   /* server host[:port], the metrics' host label */
-	const volatile sig_atomic_t *stop; /* abandon retries when non-zero; NULL: never */
+	struct stop *stop;                /* abandon retries once stopped; NULL: never */
 	int max_retries;                  /* KUBE_RETRY_MAX unless changed */
 	int64_t deadline_ns;              /* CLOCK_MONOTONIC; 0: none */
 	struct backoff retry;             /* delays between retries without Retry-After */
-	int rl_class;                     /* KUBE_RL_CONTROLLERS unless changed */
+	int rl_class;                     /* a flowcontrol class */
 };
 
 /* kube_client_init prepares c for kc with KUBE_RETRY_MAX retries and the
@@ -80,8 +80,8 @@ int kube_client_init(struct kube_client *c, struct kubeconfig *kc,
     const char *user_agent);
 void kube_client_cleanup(struct kube_client *c);
 
-/* kube_client_set_stop makes c abandon retries once *stop is non-zero. */
-void kube_client_set_stop(struct kube_client *c, const volatile sig_atomic_t *stop);
+/* kube_client_set_stop makes c abandon retries once stop is requested. */
+void kube_client_set_stop(struct kube_client *c, struct stop *stop);
 
 /* kube_client_set_deadline bounds every later call on c (until changed) by
  * deadline_ns, a CLOCK_MONOTONIC time in nanoseconds (0: no deadline): an
@@ -207,35 +207,9 @@ int kube_path(char **ret, const char *api, const char *ns, const char *resource,
 void kube_request_info(const char *method, const char *path,
     char verb[KUBE_VERB_MAX], char resource[KUBE_RESOURCE_MAX]);
 
-/* --- rate limit ------------------------------------------------------------- */
-
-/* Rate-limit classes: every request (watches and retries included) waits
- * for a token of its client's class. Events have a bucket of their own, as
- * the upstream CCM's event recorder has a client of its own; leader
- * election takes none, so no other traffic ever delays a renewal. */
-#define KUBE_RL_CONTROLLERS 0
-#define KUBE_RL_EVENTS 1
-#define KUBE_RL_NONE 2        /* never limited */
-#define KUBE_RL_CLASSES 3
-
-/* kube_ratelimit_init sets the client-side rate limit of every class: qps
- * tokens a second, burst at most, per class. Before it is called, requests
- * are not limited. */
-void kube_ratelimit_init(double qps, int burst);
-
-/* kube_client_set_ratelimit_class makes c take its tokens from class cls. */
+/* kube_client_set_ratelimit_class makes c take its tokens from flowcontrol
+ * class cls (FLOWCONTROL_CONTROLLERS unless changed). */
 void kube_client_set_ratelimit_class(struct kube_client *c, int cls);
-
-/* kube_ratelimit_reserve_class takes the next token of class cls and
- * returns how many seconds the caller must wait before using it. */
-double kube_ratelimit_reserve_class(int cls);
-
-/* kube_ratelimit_reserve takes the next KUBE_RL_CONTROLLERS token and returns how many seconds
- * the caller must wait before using it (0 when one was there). */
-double kube_ratelimit_reserve(void);
-
-/* kube_ratelimit_wait takes a token, sleeping until it is due. */
-void kube_ratelimit_wait(void);
 
 /* kube_status_decode fills e from a Status body and returns the ERR_* code for
  * status: a 409 with reason AlreadyExists is ERR_EXISTS, a 422 caused by a

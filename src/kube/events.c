@@ -14,6 +14,7 @@
 #include "clock.h"
 #include "flags.h"
 #include "kube/client.h"
+#include "kube/flowcontrol.h"
 #include "log.h"
 #include "metrics.h"
 #include "uuid.h"
@@ -627,7 +628,7 @@ events_new(struct kubeconfig *kc, const struct events_config *cfg, struct events
 		free(ev);
 		return r;
 	}
-	kube_client_set_ratelimit_class(&ev->client, KUBE_RL_EVENTS);
+	kube_client_set_ratelimit_class(&ev->client, FLOWCONTROL_EVENTS);
 	ev->queue_max = cfg && cfg->queue_max ? cfg->queue_max : EVENTS_QUEUE_MAX;
 	ev->retry_interval_ns = cfg && cfg->retry_interval_ns > 0 ? cfg->retry_interval_ns :
 	    EVENTS_RETRY_INTERVAL_NS;

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "flags.h"
 #include "kube/client.h"
+#include "kube/flowcontrol.h"
 #include "log.h"
 #include "metrics.h"
 #include "uuid.h"
@@ -384,17 +385,6 @@ lease_health(int acting, int64_t renewed_ns, int64_t lease_duration_ns, int64_t 
 
 /* --- configuration ------------------------------------------------------------ */
 
-void
-lease_config_from_options(const struct options *o, struct lease_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->namespace = o->leader_elect_resource_namespace;
-	cfg->name = o->leader_elect_resource_name;
-	cfg->lease_duration_ns = o->leader_elect_lease_duration_ns;
-	cfg->renew_deadline_ns = o->leader_elect_renew_deadline_ns;
-	cfg->retry_period_ns = o->leader_elect_retry_period_ns;
-}
-
 /* lease_dns_label_ok checks a DNS-1123 label: the API server's rule for
  * namespaces, and for each dot-separated part of a subdomain. */
 static int
@@ -502,7 +492,7 @@ lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **
 		return r;
 	}
 	kube_client_set_retries(&l->client, 0, 0, 0);
-	kube_client_set_ratelimit_class(&l->client, KUBE_RL_NONE);
+	kube_client_set_ratelimit_class(&l->client, FLOWCONTROL_NONE);
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);

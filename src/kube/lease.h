@@ -21,8 +21,7 @@
  * leader_election_master_status{name}, bootccm_leader_election_transitions_total.
  *
  * Wiring in the daemon:
- *   struct lease_config lc;
- *   lease_config_from_options(&o, &lc);
+ *   struct lease_config lc = { namespace, name, durations... };
  *   lc.on_started_leading = start_controllers; lc.on_stopped_leading =
  *   stop_controllers; lc.arg = ctx;
  *   if (lease_new(&kc, &lc, &l, &e) < 0 || lease_start(l, &e) < 0) fail;
@@ -37,7 +36,6 @@
 
 #include "err.h"
 #include "kubeconfig.h"
-#include "options.h"
 
 #define LEASE_HOLDER_MAX 256       /* bytes with the NUL: a holderIdentity we accept */
 #define LEASE_TIME_LEN 32          /* bytes: a formatted MicroTime and its NUL */
@@ -83,10 +81,6 @@ enum lease_action {
 };
 
 struct lease;
-
-/* lease_config_from_options fills cfg from the daemon's --leader-elect-*
- * options (callbacks and identity left NULL). */
-void lease_config_from_options(const struct options *o, struct lease_config *cfg);
 
 /* lease_new checks cfg (client-go's rules, plus: the renew deadline must be
  * shorter than the whole seconds written as leaseDurationSeconds; namespace and

@@ -44,10 +44,9 @@ struct reflector {
 
 	pthread_t thread;
 	int started;                   /* owner side only */
-	pthread_mutex_t lock;          /* stopping, synced (for waiters), rv */
-	pthread_cond_t cond;
-	volatile sig_atomic_t stopping; /* atomic reads outside the lock; also
-	                                  the client's stop flag (its retries) */
+	pthread_mutex_t lock;          /* synced (for waiters), rv */
+	pthread_cond_t cond;           /* synced or stopping, for waiters */
+	struct stop stop;              /* also the client's (its retries) */
 	int synced;                    /* atomic */
 	char rv[KUBE_WATCH_RV_MAX];    /* written by the thread under lock */
 
@@ -114,25 +113,14 @@ reflector_rand(struct reflector *r)
 static int
 reflector_stopping(struct reflector *r)
 {
-	return __atomic_load_n(&r->stopping, __ATOMIC_ACQUIRE);
+	return stop_requested(&r->stop);
 }
 
 /* reflector_sleep waits ns unless asked to stop; returns 1 when stopping. */
 static int
 reflector_sleep(struct reflector *r, int64_t ns)
 {
-	int64_t deadline = clock_mono_ns() + ns;
-	struct timespec ts;
-	int stop;
-
-	ts.tv_sec = (time_t)(deadline / NS_PER_S);
-	ts.tv_nsec = (long)(deadline % NS_PER_S);
-	pthread_mutex_lock(&r->lock);
-	while (!r->stopping && clock_mono_ns() < deadline)
-		pthread_cond_timedwait(&r->cond, &r->lock, &ts);
-	stop = r->stopping;
-	pthread_mutex_unlock(&r->lock);
-	return stop;
+	return stop_sleep(&r->stop, ns);
 }
 
 /* reflector_backoff sleeps before retry number failures (1, 2, ...):
@@ -795,6 +783,7 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 	r->handlers[0] = cfg->handlers;
 	r->nhandlers = 1;
 	pthread_mutex_init(&r->lock, NULL);
+	stop_init(&r->stop);
 	{
 		pthread_condattr_t ca;
 		pthread_condattr_init(&ca);
@@ -841,7 +830,7 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 		goto nomem;
 	if (kube_client_init(&r->client, kc, r->cfg.user_agent) < 0)
 		goto nomem;
-	kube_client_set_stop(&r->client, &r->stopping);
+	kube_client_set_stop(&r->client, &r->stop);
 	metric_set(reflector_m_synced, 0, r->cfg.resource);
 	free(ls);
 	free(fs);
@@ -887,9 +876,9 @@ reflector_start(struct reflector *r, struct errbuf *e)
 void
 reflector_stop(struct reflector *r)
 {
+	stop_request(&r->stop);
 	pthread_mutex_lock(&r->lock);
-	__atomic_store_n(&r->stopping, 1, __ATOMIC_RELEASE);
-	pthread_cond_broadcast(&r->cond);
+	pthread_cond_broadcast(&r->cond);  /* reflector_wait_synced */
 	pthread_mutex_unlock(&r->lock);
 	/* a watch can sit idle for a minute between events: cut it short */
 	if (r->client.http)
@@ -920,6 +909,7 @@ reflector_free(struct reflector *r)
 	free(r->selectors);
 	pthread_cond_destroy(&r->cond);
 	pthread_mutex_destroy(&r->lock);
+	stop_destroy(&r->stop);
 	free(r);
 }
 
@@ -939,7 +929,7 @@ reflector_wait_synced(struct reflector *r, int64_t timeout_ns)
 	ts.tv_sec = (time_t)(deadline / NS_PER_S);
 	ts.tv_nsec = (long)(deadline % NS_PER_S);
 	pthread_mutex_lock(&r->lock);
-	while (!r->synced && !r->stopping) {
+	while (!r->synced && !stop_requested(&r->stop)) {
 		if (timeout_ns < 0)
 			pthread_cond_wait(&r->cond, &r->lock);
 		else if (pthread_cond_timedwait(&r->cond, &r->lock, &ts) == ETIMEDOUT)

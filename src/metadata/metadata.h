@@ -19,10 +19,10 @@
 #ifndef BOOTCCM_METADATA_H
 #define BOOTCCM_METADATA_H
 
-#include <signal.h>
 #include <stddef.h>
 
 #include "err.h"
+#include "stop.h"
 
 enum md_cloud {
 	MD_CLOUD_UNKNOWN = 0,   /* in a config: detect from DMI */
@@ -101,7 +101,7 @@ struct md_config {
 	long connect_timeout_ms;    /* per request */
 	long timeout_ms;            /* per request */
 	int retries;                /* per request, for 5xx, 410, 429 and transport errors */
-	const volatile sig_atomic_t *stop; /* abandon retries once non-zero; or NULL */
+	struct stop *stop;             /* abandon retries once stopped; or NULL */
 };
 
 /* md_config_init fills cfg with the defaults above. The strings in a

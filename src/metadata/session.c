@@ -15,11 +15,11 @@
 
 #include "backoff.h"
 #include "clock.h"
+#include "stop.h"
 #include "http.h"
 
 #define MD_SESSION_HEADERS_MAX 8   /* session headers plus per-request ones */
 #define MD_SESSION_EXCERPT 80      /* bytes of an error body quoted in messages */
-#define MD_SESSION_SLEEP_SLICE_MS 50 /* stop flag polling during a pause */
 
 void
 md_session_answer_free(struct md_answer *a)
@@ -190,15 +190,7 @@ md_session_close(struct md_session *s)
 static int
 md_session_pause(const struct md_session *s, long ms)
 {
-	while (ms > 0) {
-		long slice = ms < MD_SESSION_SLEEP_SLICE_MS ? ms : MD_SESSION_SLEEP_SLICE_MS;
-		struct timespec ts = { .tv_sec = 0, .tv_nsec = slice * 1000000L };
-		if (backoff_stopped(s->cfg->stop))
-			return 1;
-		nanosleep(&ts, NULL);
-		ms -= slice;
-	}
-	return backoff_stopped(s->cfg->stop);
+	return stop_sleep(s->cfg->stop, (int64_t)ms * NS_PER_MS);
 }
 
 static int

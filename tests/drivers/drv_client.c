@@ -34,16 +34,19 @@
 #include <time.h>
 
 #include "backoff.h"
+#include "clock.h"
 #include "http.h"
 #include "kube/client.h"
+#include "kube/flowcontrol.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "stop.h"
 #include "metrics.h"
 
 static struct kubeconfig kc;
 static int opt_retries = -1;
 static long opt_base_ms, opt_cap_ms, opt_stop_after_ms;
-static volatile sig_atomic_t drv_stop, drv_done;
+static struct stop drv_stop, drv_done;
 
 static double
 now_s(void)
@@ -230,8 +233,8 @@ static void *
 stopper(void *arg)
 {
 	(void)arg;
-	if (!backoff_sleep(opt_stop_after_ms * 1000000LL, &drv_done))
-		__atomic_store_n(&drv_stop, 1, __ATOMIC_RELAXED);
+	if (!stop_sleep(&drv_done, opt_stop_after_ms * NS_PER_MS))
+		stop_request(&drv_stop);
 	return NULL;
 }
 
@@ -278,6 +281,8 @@ main(int argc, char **argv)
 
 	if (argc < 3)
 		usage();
+	stop_init(&drv_stop);
+	stop_init(&drv_done);
 	for (; i < argc && argv[i][0] == '-'; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		if (strcmp(a, "--metrics") == 0) {
@@ -315,7 +320,7 @@ main(int argc, char **argv)
 	char **args = argv + i;
 	/* burst starts its limit after its clients connected */
 	if (qps > 0 && strcmp(cmd, "burst") != 0)
-		kube_ratelimit_init(qps, burst);
+		flowcontrol_init(qps, burst);
 	if (opt_stop_after_ms > 0)
 		pthread_create(&stop_thread, NULL, stopper, NULL);
 	if (client_new(&c) < 0)
@@ -405,7 +410,7 @@ main(int argc, char **argv)
 			pthread_create(&t[k], NULL, burst_thread, &b);
 		pthread_barrier_wait(&b.warm);
 		if (qps > 0)
-			kube_ratelimit_init(qps, burst);
+			flowcontrol_init(qps, burst);
 		t0 = now_s();
 		pthread_barrier_wait(&b.go);
 		for (int k = 0; k < nt; k++)
@@ -424,7 +429,7 @@ main(int argc, char **argv)
 	if (metrics)
 		print_metrics();
 	if (opt_stop_after_ms > 0) {
-		__atomic_store_n(&drv_done, 1, __ATOMIC_RELAXED);
+		stop_request(&drv_done);
 		pthread_join(stop_thread, NULL);
 	}
 	kube_client_cleanup(&c);

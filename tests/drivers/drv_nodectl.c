@@ -22,8 +22,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "../../providers/metadata/metadata.h"
-#include "controllers/node.h"
+#include "controllers/nodectl.h"
 #include "controllers/nodeview.h"
 #include "flags.h"
 #include "http.h"
@@ -32,18 +33,13 @@
 #include "kube/reflector.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "stop.h"
 
-static volatile sig_atomic_t drv_stop;
+static struct stop drv_stop;
 static const char *drv_script;
 static long drv_page = 100;
 static long drv_metadata_calls, drv_list_calls, drv_list_pages; /* atomic */
 
-static void
-drv_on_signal(int sig)
-{
-	(void)sig;
-	drv_stop = 1;
-}
 
 static json_object *
 drv_load(struct errbuf *e, int *ret_fail)
@@ -224,8 +220,8 @@ main(int argc, char **argv)
 		drv_instances.list = drv_list;
 	log_init((int)v, LOG_TEXT, 2);
 	signal(SIGPIPE, SIG_IGN);
-	signal(SIGTERM, drv_on_signal);
-	signal(SIGINT, drv_on_signal);
+	stop_init(&drv_stop);
+	stop_on_signals(&drv_stop);
 
 	struct cloud_config cc = {
 		.node_name = argv[3], .md_cloud = md_cloud, .md_endpoint = md_endpoint,
@@ -256,8 +252,7 @@ main(int argc, char **argv)
 		nodectl_set_leading(c, 1);
 	printf("{\"event\":\"ready\"}\n");
 	fflush(stdout);
-	while (!drv_stop)
-		usleep(20000);
+	stop_sleep_until(&drv_stop, INT64_MAX);
 	nodectl_free(c);
 	reflector_free(nodes);
 	events_stop(ev, 2 * NS_PER_S);

@@ -47,13 +47,14 @@
 #include "kube/reflector.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "stop.h"
 #include "metrics.h"
 
 #define DRV_LINE_MAX 512 /* bytes: one line of the answers file */
 #define DRV_METRIC_PREFIX "bootccm_node_lifecycle_"
 #define DRV_PASSES "bootccm_node_lifecycle_pass_duration_seconds_count "
 
-static volatile sig_atomic_t drv_stop;
+static struct stop drv_stop;
 static pthread_mutex_t drv_out_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct drv_state {
@@ -78,12 +79,6 @@ static const struct drv_answer drv_answers[] = {
 	{ "not-implemented", ERR_NOT_IMPLEMENTED, 0, 0 },
 };
 
-static void
-drv_on_signal(int sig)
-{
-	(void)sig;
-	drv_stop = 1;
-}
 
 static void
 drv_emit(json_object *o)
@@ -232,9 +227,7 @@ drv_run(struct nodelifecycle_config *cfg)
 		return r == ERR_NOT_IMPLEMENTED ? 0 : 1;
 	}
 	drv_emit(drv_event("started"));
-	while (!drv_stop) {
-		struct timespec ts = { 0, 20 * 1000000L };
-		nanosleep(&ts, NULL);
+	while (!stop_sleep(&drv_stop, 20 * NS_PER_MS)) {
 		json_object_put(drv_metrics(&passes));
 		if (passes != seen) {
 			seen = passes;
@@ -277,7 +270,6 @@ main(int argc, char **argv)
 	struct reflector *r = NULL;
 	struct events *ev = NULL;
 	struct errbuf e = { "" };
-	struct sigaction sa;
 	int verbosity = 0, rc = 1;
 
 	if (argc < 3) {
@@ -319,11 +311,8 @@ main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = drv_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
+	stop_init(&drv_stop);
+	stop_on_signals(&drv_stop);
 	log_init(verbosity, LOG_TEXT, 2);
 	if (strcmp(provider, "scripted") == 0) {
 		cfg.provider = &drv_provider;

@@ -28,6 +28,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "clock.h"
 #include "flags.h"
 #include "http.h"
 #include "kube/node.h"
@@ -35,19 +36,14 @@
 #include "kube/service.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "stop.h"
 #include "metrics.h"
 
-static volatile sig_atomic_t drv_stop;
+static struct stop drv_stop;
 static long drv_counts[3];  /* a second handler set's tally: add, update, delete */
 static pthread_mutex_t drv_out_lock = PTHREAD_MUTEX_INITIALIZER;
 static int drv_services;
 
-static void
-drv_on_signal(int sig)
-{
-	(void)sig;
-	drv_stop = 1;
-}
 
 static double
 drv_now(void)
@@ -318,7 +314,6 @@ main(int argc, char **argv)
 	struct kubeconfig kc;
 	struct reflector *r = NULL;
 	struct errbuf e = { "" };
-	struct sigaction sa;
 	int verbosity = 0, synced = 0;
 	double t0;
 
@@ -368,11 +363,8 @@ main(int argc, char **argv)
 		}
 	}
 	signal(SIGPIPE, SIG_IGN);
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = drv_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
+	stop_init(&drv_stop);
+	stop_on_signals(&drv_stop);
 	log_init(verbosity, LOG_TEXT, 2);
 	if (http_global_init(&e) < 0 || kubeconfig_load(argv[1], NULL, &kc, &e) < 0) {
 		fprintf(stderr, "drv_reflector: %s\n", e.msg);
@@ -386,8 +378,7 @@ main(int argc, char **argv)
 		kubeconfig_free(&kc);
 		return 1;
 	}
-	while (!drv_stop) {
-		struct timespec ts = { 0, 10 * 1000000L };
+	while (!stop_requested(&drv_stop)) {
 		if (!synced && reflector_wait_synced(r, 10 * 1000000LL)) {
 			if (!reflector_has_synced(r))
 				abort();
@@ -399,7 +390,7 @@ main(int argc, char **argv)
 			drv_emit(ev);
 		}
 		if (synced)
-			nanosleep(&ts, NULL);
+			stop_sleep(&drv_stop, 10 * NS_PER_MS);
 	}
 	t0 = drv_now();
 	reflector_stop(r);

@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "controllers/node.h"
+#include "controllers/nodectl.h"
 #include "controllers/nodeview.h"
 #include "kube/watch.h"
 

@@ -1,21 +1,11 @@
 /* test_backoff.c - delay growth, the cap, the jitter range, clamping of bad
- * parameters, and the stop flag of the interruptible sleep. */
-#include <pthread.h>
-#include <time.h>
+ * parameters. (The interruptible sleep is stop.c's: test_stop.c.) */
+#include <stdint.h>
 
 #include "backoff.h"
 #include "harness.h"
 
 #define MS 1000000LL
-
-static double
-now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 TEST(grows_by_factor_up_to_the_cap)
 {
@@ -98,51 +88,6 @@ TEST(bad_parameters_are_clamped)
 	CHECK(backoff_next(&b) == 50 * MS);
 	backoff_init(&b, 10 * MS, 100 * MS, 1.0 / 0.0, 0.0 / 0.0);
 	CHECK(b.factor == 1 && b.jitter == 0);
-}
-
-TEST(sleep_sleeps)
-{
-	double t0 = now_s();
-	CHECK(backoff_sleep(60 * MS, NULL) == 0);
-	double dt = now_s() - t0;
-	CHECK(dt >= 0.059 && dt < 0.5);
-	CHECK(backoff_sleep(0, NULL) == 0);
-	CHECK(backoff_sleep(-1, NULL) == 0);
-}
-
-static volatile sig_atomic_t stop_flag;
-
-static void *
-set_stop_later(void *arg)
-{
-	(void)arg;
-	struct timespec ts = { 0, 100 * MS };
-	nanosleep(&ts, NULL);
-	__atomic_store_n(&stop_flag, 1, __ATOMIC_RELAXED);
-	return NULL;
-}
-
-TEST(sleep_ends_at_stop)
-{
-	pthread_t t;
-	double t0 = now_s();
-
-	__atomic_store_n(&stop_flag, 0, __ATOMIC_RELAXED);
-	CHECK(backoff_sleep(50 * MS, &stop_flag) == 0);
-	CHECK(pthread_create(&t, NULL, set_stop_later, NULL) == 0);
-	t0 = now_s();
-	int r = backoff_sleep(10000 * MS, &stop_flag);
-	double dt = now_s() - t0;
-	pthread_join(t, NULL);
-	CHECK(r == 1);
-	/* seen within one poll period of being set */
-	CHECK(dt >= 0.09 && dt < 0.1 + 3.0 * BACKOFF_POLL_NS / 1e9 + 0.1);
-	/* already set: no sleep at all */
-	t0 = now_s();
-	CHECK(backoff_sleep(10000 * MS, &stop_flag) == 1);
-	CHECK(now_s() - t0 < 0.05);
-	CHECK(backoff_stopped(&stop_flag));
-	CHECK(!backoff_stopped(NULL));
 }
 
 TEST_MAIN()

@@ -13,6 +13,7 @@
 
 #include "harness.h"
 #include "kube/client.h"
+#include "kube/flowcontrol.h"
 #include "metrics.h"
 
 static double
@@ -36,48 +37,48 @@ TEST(ratelimit_events_have_their_own_bucket)
 {
 	/* draining the controllers' bucket leaves the Events' full, and the
 	 * other way round, each with the same qps and burst */
-	kube_ratelimit_init(10, 2);
-	CHECK(kube_ratelimit_reserve_class(KUBE_RL_CONTROLLERS) == 0);
-	CHECK(kube_ratelimit_reserve_class(KUBE_RL_CONTROLLERS) == 0);
-	CHECK(near(kube_ratelimit_reserve_class(KUBE_RL_CONTROLLERS), 0.1));
-	CHECK(kube_ratelimit_reserve_class(KUBE_RL_EVENTS) == 0);
-	CHECK(kube_ratelimit_reserve_class(KUBE_RL_EVENTS) == 0);
-	CHECK(near(kube_ratelimit_reserve_class(KUBE_RL_EVENTS), 0.1));
-	CHECK(near(kube_ratelimit_reserve(), 0.2));
-	kube_ratelimit_init(0, 1);
+	flowcontrol_init(10, 2);
+	CHECK(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS) == 0);
+	CHECK(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS) == 0);
+	CHECK(near(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS), 0.1));
+	CHECK(flowcontrol_reserve(FLOWCONTROL_EVENTS) == 0);
+	CHECK(flowcontrol_reserve(FLOWCONTROL_EVENTS) == 0);
+	CHECK(near(flowcontrol_reserve(FLOWCONTROL_EVENTS), 0.1));
+	CHECK(near(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS), 0.2));
+	flowcontrol_init(0, 1);
 }
 
 TEST(ratelimit_burst_then_steady_rate)
 {
 	/* 10 tokens a second, 5 at most: five are there, then every
 	 * reservation is 0.1 s after the previous one */
-	kube_ratelimit_init(10, 5);
+	flowcontrol_init(10, 5);
 	for (int i = 0; i < 5; i++)
-		CHECK(kube_ratelimit_reserve() == 0);
-	CHECK(near(kube_ratelimit_reserve(), 0.1));
-	CHECK(near(kube_ratelimit_reserve(), 0.2));
-	CHECK(near(kube_ratelimit_reserve(), 0.3));
+		CHECK(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS) == 0);
+	CHECK(near(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS), 0.1));
+	CHECK(near(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS), 0.2));
+	CHECK(near(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS), 0.3));
 	/* time refills the debt first: after 0.35 s one reservation is due
 	 * in about 0.3 - 0.35 + 0.1 = 0.05 s */
 	struct timespec ts = { 0, 350000000 };
 	nanosleep(&ts, NULL);
-	double w = kube_ratelimit_reserve();
+	double w = flowcontrol_reserve(FLOWCONTROL_CONTROLLERS);
 	CHECK(w > 0.03 && w < 0.06);
 	/* an idle bucket refills to the burst, never beyond */
-	kube_ratelimit_init(100, 2);
+	flowcontrol_init(100, 2);
 	ts.tv_nsec = 100000000;
 	nanosleep(&ts, NULL);
-	CHECK(kube_ratelimit_reserve() == 0);
-	CHECK(kube_ratelimit_reserve() == 0);
-	CHECK(near(kube_ratelimit_reserve(), 0.01));
+	CHECK(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS) == 0);
+	CHECK(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS) == 0);
+	CHECK(near(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS), 0.01));
 	/* a burst below 1 still lets one request through */
-	kube_ratelimit_init(1, 0);
-	CHECK(kube_ratelimit_reserve() == 0);
-	CHECK(near(kube_ratelimit_reserve(), 1.0));
+	flowcontrol_init(1, 0);
+	CHECK(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS) == 0);
+	CHECK(near(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS), 1.0));
 	/* qps 0: unlimited */
-	kube_ratelimit_init(0, 1);
+	flowcontrol_init(0, 1);
 	for (int i = 0; i < 100; i++)
-		CHECK(kube_ratelimit_reserve() == 0);
+		CHECK(flowcontrol_reserve(FLOWCONTROL_CONTROLLERS) == 0);
 }
 
 /* --- verbs and resources ---------------------------------------------------- */
@@ -673,8 +674,6 @@ TEST(refused_connections_are_retried_for_writes_up_to_the_limit)
 	kube_client_cleanup(&c);
 }
 
-static volatile sig_atomic_t stopping;
-
 TEST(stop_abandons_retries)
 {
 	struct kubeconfig kc;
@@ -687,21 +686,24 @@ TEST(stop_abandons_retries)
 	snprintf(server, sizeof(server), "http://127.0.0.1:%d", port);
 	kc.server = server;
 	CHECK(kube_client_init(&c, &kc, "t") == 0);
+	struct stop stopping;
+	stop_init(&stopping);
 	kube_client_set_stop(&c, &stopping);
-	__atomic_store_n(&stopping, 1, __ATOMIC_RELAXED);
+	stop_request(&stopping);
 	double t0 = now_s();
 	int r = kube_request(&c, "GET", "/version", NULL, NULL, NULL, NULL, &e);
 	CHECK(r == ERR_TRANSIENT);
 	CHECK(now_s() - t0 < 0.5);
 	CHECK_CONTAINS(e.msg, "retries abandoned: stopping");
 	/* with no retries at all, the message is the attempt's own */
-	__atomic_store_n(&stopping, 0, __ATOMIC_RELAXED);
+	kube_client_set_stop(&c, NULL);
 	kube_client_set_retries(&c, 0, 0, 0);
 	r = kube_request(&c, "GET", "/version", NULL, NULL, NULL, NULL, &e);
 	CHECK(r == ERR_TRANSIENT);
 	CHECK(strstr(e.msg, "attempts") == NULL);
 	CHECK_CONTAINS(e.msg, "Failed to connect");
 	kube_client_cleanup(&c);
+	stop_destroy(&stopping);
 }
 
 static int64_t

@@ -1,4 +1,4 @@
-/* node.h - the cloud-node controller: initialize Nodes registered with the
+/* nodectl.h - the cloud-node controller: initialize Nodes registered with the
  * node.cloudprovider.kubernetes.io/uninitialized taint from the provider
  * (and, for the local node, from the instance metadata service when the
  * provider cannot answer), and refresh initialized Nodes' addresses.
@@ -31,8 +31,8 @@
  * (upstream's name: seconds from the Node's creation to the taint's removal),
  * bootccm_node_initializations_total{source},
  * bootccm_node_initialization_failures_total{reason}. */
-#ifndef BOOTCCM_CONTROLLERS_NODE_H
-#define BOOTCCM_CONTROLLERS_NODE_H
+#ifndef BOOTCCM_CONTROLLERS_NODECTL_H
+#define BOOTCCM_CONTROLLERS_NODECTL_H
 
 #include <stdint.h>
 #include <json-c/json.h>

@@ -1,5 +1,5 @@
-/* node.c - the cloud-node controller (contract in node.h). */
-#include "controllers/node.h"
+/* nodectl.c - the cloud-node controller (contract in nodectl.h). */
+#include "controllers/nodectl.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -60,7 +60,7 @@ struct nodectl {
 	int64_t local_delay_ns;         /* the local node's next retry delay (mu) */
 	struct nodectl_mark *marks;     /* see nodectl_mark (mu) */
 	size_t nmarks, capmarks;
-	volatile sig_atomic_t stop;     /* the clients abandon retries */
+	struct stop stop;               /* the clients abandon retries */
 };
 
 static struct metric *m_delay, *m_inits, *m_failures;
@@ -601,7 +601,7 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 	for (tries = 0;; tries++) {
 		r = nodectl_write(kc, fresh ? fresh : n, m, 1, mid_rv, sizeof(mid_rv), e);
 		if (r != ERR_CONFLICT || tries >= NODECTL_CONFLICT_TRIES ||
-		    __atomic_load_n(&c->stop, __ATOMIC_ACQUIRE))
+		    stop_requested(&c->stop))
 			break;
 		metric_add(m_failures, 1, "conflict");
 		if (fresh)
@@ -746,7 +746,7 @@ nodectl_boot(void *arg)
 		return NULL;
 	kube_client_set_stop(&kc, &c->stop);
 	kube_client_set_retries(&kc, 0, 0, 0);  /* this loop is the retry */
-	while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) &&
+	while (!stop_requested(&c->stop) &&
 	    !reflector_has_synced(c->cfg.nodes)) {
 		const struct kube_node *n = NULL;
 		struct errbuf e = { "" };
@@ -852,7 +852,7 @@ nodectl_refresh_once(struct nodectl *c, struct kube_client *kc)
 		}
 		qsort(acc.v, acc.n, sizeof(acc.v[0]), nodectl_listed_cmp);
 	}
-	for (size_t i = 0; i < nobjs && !__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE) &&
+	for (size_t i = 0; i < nobjs && !stop_requested(&c->stop) &&
 	    __atomic_load_n(&c->leading, __ATOMIC_ACQUIRE); i++) {
 		const struct kube_node *n = kube_node_of(objs[i]);
 		char ferr[ERRBUF_MAX];
@@ -959,6 +959,7 @@ nodectl_new(const struct nodectl_config *cfg, struct nodectl **ret, struct errbu
 	c->local_node = cfg->local_node ? strdup(cfg->local_node) : NULL;
 	c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "bootccm");
 	c->local_delay_ns = RATELIMITER_DEFAULT_BASE_NS;
+	stop_init(&c->stop);
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
@@ -1028,7 +1029,7 @@ nodectl_stop(struct nodectl *c)
 {
 	if (c == NULL)
 		return;
-	__atomic_store_n(&c->stop, 1, __ATOMIC_RELEASE);
+	stop_request(&c->stop);
 	pthread_mutex_lock(&c->mu);
 	c->stopping = 1;
 	pthread_cond_broadcast(&c->cv);
@@ -1059,5 +1060,6 @@ nodectl_free(struct nodectl *c)
 	free(c->user_agent);
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
+	stop_destroy(&c->stop);
 	free(c);
 }
