@@ -30,6 +30,7 @@ err_str(int code)
 	case ERR_UNSUPPORTED: return "unsupported";
 	case ERR_INTERNAL: return "internal error";
 	case ERR_CANCELED: return "canceled";
+	case ERR_UNAVAILABLE: return "unavailable";
 	default: return "unknown error";
 	}
 }
@@ -43,6 +44,7 @@ err_retryable(int code)
 	case ERR_TOO_MANY_REQUESTS:
 	case ERR_CONFLICT:
 	case ERR_GONE:
+	case ERR_UNAVAILABLE:
 		return 1;
 	default:
 		return 0;

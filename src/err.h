@@ -31,6 +31,8 @@ enum {
 	ERR_UNSUPPORTED = -18,        /* valid but unsupported input (exec plugins, ...) */
 	ERR_INTERNAL = -19,           /* broken internal invariant */
 	ERR_CANCELED = -20,           /* the caller asked the operation to stop */
+	ERR_UNAVAILABLE = -21,        /* a resource is exhausted or held by another: retry
+	                                 once one is freed (an address pool) */
 };
 
 #define ERRBUF_MAX 512 /* bytes, including the NUL */

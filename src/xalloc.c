@@ -64,7 +64,7 @@ xstrndup_at(const char *s, size_t n, const char *file, int line)
 	return xmemdup_at(s, strnlen(s, n), file, line);
 }
 
-char *
+void *
 xmemdup_at(const void *p, size_t n, const char *file, int line)
 {
 	char *d;

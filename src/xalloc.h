@@ -31,8 +31,9 @@ void *xreallocarray_at(void *p, size_t n, size_t size, const char *file, int lin
 char *xstrdup_at(const char *s, const char *file, int line);
 /* xstrndup copies at most n bytes of s and a NUL. */
 char *xstrndup_at(const char *s, size_t n, const char *file, int line);
-/* xmemdup copies n bytes and appends a NUL (so a body can be used as a string). */
-char *xmemdup_at(const void *p, size_t n, const char *file, int line);
+/* xmemdup copies n bytes and appends a NUL (so a body can be used as a string;
+ * for other data the extra byte is harmless). */
+void *xmemdup_at(const void *p, size_t n, const char *file, int line);
 char *xasprintf_at(const char *file, int line, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void *xcheck_at(void *p, const char *file, int line);
