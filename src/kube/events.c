@@ -481,13 +481,15 @@ events_correlator_update(struct events_correlator *c, const struct events_event 
     const char *name, const char *rv, int count, int64_t first_s)
 {
 	struct events_entry *en = events_cache_get(&c->log, ev->key);
+	/* copied before the old ones go: name or rv may be one of them */
+	char *n = xstrdup(name ? name : ""), *r = xstrdup(rv ? rv : "");
 
 	if (en == NULL)
 		en = events_cache_add(&c->log, ev->key);
 	free(en->u.log.name);
 	free(en->u.log.rv);
-	en->u.log.name = xstrdup(name ? name : "");
-	en->u.log.rv = xstrdup(rv ? rv : "");
+	en->u.log.name = n;
+	en->u.log.rv = r;
 	en->u.log.count = count;
 	en->u.log.first_s = first_s;
 	en->last_ns = ev->time_ns;
