@@ -423,7 +423,8 @@ lease_write(struct lease *l, const struct lease_record *rec, int64_t deadline_ns
 	} else {
 		body = json_object_get(l->obj);
 		if (!json_object_object_get_ex(body, "kind", NULL))
-			json_object_object_add(body, "kind", xcheck(json_object_new_string("Lease")));
+			json_object_object_add(body, "kind",
+			    xcheck(json_object_new_string("Lease")));
 		if (!json_object_object_get_ex(body, "apiVersion", NULL))
 			json_object_object_add(body, "apiVersion",
 			    xcheck(json_object_new_string("coordination.k8s.io/v1")));
