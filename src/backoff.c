@@ -3,22 +3,22 @@
 
 #include <math.h>
 #include <stdint.h>
-#include <time.h>
+
+#include "clock.h"
 
 void
 backoff_init(struct backoff *b, int64_t base_ns, int64_t cap_ns, double factor,
     double jitter)
 {
-	struct timespec ts;
+	uint64_t now = (uint64_t)clock_mono_ns();
 
 	b->base_ns = base_ns < 0 ? 0 : base_ns;
 	b->cap_ns = cap_ns < b->base_ns ? b->base_ns : cap_ns;
 	b->factor = isfinite(factor) && factor >= 1 ? factor : 1;
 	b->jitter = isfinite(jitter) && jitter > 0 ? (jitter > 1 ? 1 : jitter) : 0;
 	b->steps = 0;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
 	/* the address tells apart threads that start in the same nanosecond */
-	b->rng = ((uint64_t)ts.tv_sec * 1000000007ULL) ^ (uint64_t)ts.tv_nsec ^
+	b->rng = ((now / NS_PER_S) * 1000000007ULL) ^ (now % NS_PER_S) ^
 	    ((uint64_t)(uintptr_t)b << 17);
 	if (b->rng == 0)
 		b->rng = 0x9e3779b97f4a7c15ULL;
@@ -47,8 +47,7 @@ backoff_delay(const struct backoff *b, unsigned step, double u)
 	return (int64_t)d;
 }
 
-/* backoff_rand returns a uniform draw in [0, 1) (xorshift64*). */
-static double
+double
 backoff_rand(struct backoff *b)
 {
 	uint64_t x = b->rng;

@@ -34,6 +34,11 @@ void backoff_reset(struct backoff *b);
 /* backoff_next returns the next delay in nanoseconds and advances a step. */
 int64_t backoff_next(struct backoff *b);
 
+/* backoff_rand returns a uniform draw in [0, 1) from b's generator
+ * (xorshift64*), for a caller that spreads something else out the same way
+ * (a reflector's watch timeouts). */
+double backoff_rand(struct backoff *b);
+
 /* backoff_delay returns step's delay for a random draw u in [0, 1): u = 0
  * gives the full delay, u -> 1 the shortest. Pure; for tests and for callers
  * that keep the step count themselves (per-key requeues). */

@@ -12,9 +12,14 @@
 #include <string.h>
 
 #include "clock.h"
+#include "dynbuf.h"
+#include "jsonx.h"
 #include "kube/flowcontrol.h"
 #include "log.h"
 #include "metrics.h"
+#include "xalloc.h"
+
+#define KUBE_STATUS_MAX 65536  /* bytes: a longer error body is not decoded */
 
 /* --- metrics ------------------------------------------------------------------ */
 
@@ -64,8 +69,7 @@ kube_client_init(struct kube_client *c, struct kubeconfig *kc, const char *user_
 
 	kube_client_metrics_init();
 	memset(c, 0, sizeof(*c));
-	if ((c->http = http_client_new()) == NULL)
-		return ERR_NOMEM;
+	c->http = xcheck(http_client_new());
 	c->kc = kc;
 	c->tls.ca_pem = kc->ca_pem;
 	c->tls.ca_pem_len = kc->ca_pem_len;
@@ -135,17 +139,16 @@ kube_client_set_retries(struct kube_client *c, int max_retries, long base_ms,
 static int
 kube_status_test_failed(json_object *o)
 {
-	json_object *details, *causes, *cause, *msg;
+	json_object *details, *causes;
+	size_t n;
 
-	if (!json_object_object_get_ex(o, "details", &details) ||
-	    !json_object_object_get_ex(details, "causes", &causes) ||
-	    !json_object_is_type(causes, json_type_array))
+	if (jsonx_object(o, "", "details", 0, &details, NULL) < 0 ||
+	    jsonx_array(details, "details", "causes", 0, &causes, &n, NULL) < 0)
 		return 0;
-	for (size_t i = 0; i < json_object_array_length(causes); i++) {
-		cause = json_object_array_get_idx(causes, i);
-		if (json_object_object_get_ex(cause, "message", &msg) &&
-		    json_object_is_type(msg, json_type_string) &&
-		    strstr(json_object_get_string(msg), "test failed") != NULL)
+	for (size_t i = 0; i < n; i++) {
+		const char *msg = NULL;
+		if (jsonx_str(json_object_array_get_idx(causes, i), "", "message", 0, &msg,
+		    NULL, NULL) == 0 && msg && strstr(msg, "test failed") != NULL)
 			return 1;
 	}
 	return 0;
@@ -155,21 +158,17 @@ int
 kube_status_decode(long status, const char *body, size_t len, struct errbuf *e)
 {
 	int code = http_status_err(status);
-	json_tokener *tok;
-	json_object *o = NULL, *v;
+	json_object *o = NULL;
 	const char *msg = NULL, *reason = NULL;
 
-	if (body && len && (tok = json_tokener_new()) != NULL) {
-		o = json_tokener_parse_ex(tok, body, (int)(len > 65536 ? 65536 : len));
-		json_tokener_free(tok);
-	}
+	/* the message is a nicety: an answer that is no Status still has its code */
+	if (body && len && len <= KUBE_STATUS_MAX &&
+	    jsonx_parse(body, len, KUBE_JSON_DEPTH, &o, NULL) < 0)
+		o = NULL;
 	if (o && json_object_is_type(o, json_type_object)) {
-		if (json_object_object_get_ex(o, "message", &v) &&
-		    json_object_is_type(v, json_type_string))
-			msg = json_object_get_string(v);
-		if (json_object_object_get_ex(o, "reason", &v) &&
-		    json_object_is_type(v, json_type_string))
-			reason = json_object_get_string(v);
+		/* a member of the wrong type is left out, as if absent */
+		jsonx_str(o, "", "message", 0, &msg, NULL, NULL);
+		jsonx_str(o, "", "reason", 0, &reason, NULL, NULL);
 		/* a failed test is a stale precondition, not bad input */
 		if (status == 422 && kube_status_test_failed(o))
 			code = ERR_CONFLICT;
@@ -308,42 +307,27 @@ kube_request_info(const char *method, const char *path, char verb[KUBE_VERB_MAX]
 
 /* --- paths ---------------------------------------------------------------------- */
 
-/* A growing string; oom sticks so callers check once at the end. */
-struct kube_buf {
-	char *p;
-	size_t len, cap;
-	int oom;
+/* A path being built: the first append that fails sticks, so kube_path
+ * checks once at the end. */
+struct kube_path_buf {
+	struct dynbuf b;
+	int r;
 };
 
 static void
-kube_buf_add(struct kube_buf *b, const char *s, size_t n)
+kube_path_add(struct kube_path_buf *p, const char *s, size_t n)
 {
-	if (b->oom)
-		return;
-	if (b->len + n + 1 > b->cap) {
-		size_t nc = b->cap ? b->cap : 128;
-		while (nc < b->len + n + 1)
-			nc *= 2;
-		char *np = realloc(b->p, nc);
-		if (np == NULL) {
-			b->oom = 1;
-			return;
-		}
-		b->p = np;
-		b->cap = nc;
-	}
-	memcpy(b->p + b->len, s, n);
-	b->len += n;
-	b->p[b->len] = '\0';
+	if (p->r == 0)
+		p->r = dynbuf_add(&p->b, s, n);
 }
 
 enum kube_escape { KUBE_ESC_SEGMENT, KUBE_ESC_QUERY };
 
-/* kube_buf_escape appends s escaped like Go's url.PathEscape (segment) or
+/* kube_path_escape appends s escaped like Go's url.PathEscape (segment) or
  * url.QueryEscape (query): unreserved bytes stay, a segment also keeps
  * "$&+:=@", a query value turns ' ' into '+', everything else is %XX. */
 static void
-kube_buf_escape(struct kube_buf *b, const char *s, enum kube_escape how)
+kube_path_escape(struct kube_path_buf *b, const char *s, enum kube_escape how)
 {
 	static const char hex[] = "0123456789ABCDEF";
 
@@ -352,12 +336,12 @@ kube_buf_escape(struct kube_buf *b, const char *s, enum kube_escape how)
 		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
 		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' ||
 		    ch == '~' || (how == KUBE_ESC_SEGMENT && ch && strchr("$&+:=@", ch))) {
-			kube_buf_add(b, (const char *)p, 1);
+			kube_path_add(b, (const char *)p, 1);
 		} else if (how == KUBE_ESC_QUERY && ch == ' ') {
-			kube_buf_add(b, "+", 1);
+			kube_path_add(b, "+", 1);
 		} else {
 			char esc[3] = { '%', hex[ch >> 4], hex[ch & 15] };
-			kube_buf_add(b, esc, 3);
+			kube_path_add(b, esc, 3);
 		}
 	}
 }
@@ -372,7 +356,7 @@ int
 kube_path(char **ret, const char *api, const char *ns, const char *resource,
     const char *name, const char *subresource, ...)
 {
-	struct kube_buf b = { 0 };
+	struct kube_path_buf b = { .r = 0 };
 	const char *key, *val;
 	char sep = '?';
 	va_list ap;
@@ -381,38 +365,39 @@ kube_path(char **ret, const char *api, const char *ns, const char *resource,
 	    (ns && !kube_segment_ok(ns)) || (name && !kube_segment_ok(name)) ||
 	    (subresource && !kube_segment_ok(subresource)) || (subresource && !name))
 		return ERR_INVALID;
-	kube_buf_add(&b, api, strlen(api));
+	dynbuf_init(&b.b, KUBE_PATH_MAX);
+	kube_path_add(&b, api, strlen(api));
 	if (ns) {
-		kube_buf_add(&b, "/namespaces/", 12);
-		kube_buf_escape(&b, ns, KUBE_ESC_SEGMENT);
+		kube_path_add(&b, "/namespaces/", 12);
+		kube_path_escape(&b, ns, KUBE_ESC_SEGMENT);
 	}
-	kube_buf_add(&b, "/", 1);
-	kube_buf_escape(&b, resource, KUBE_ESC_SEGMENT);
+	kube_path_add(&b, "/", 1);
+	kube_path_escape(&b, resource, KUBE_ESC_SEGMENT);
 	if (name) {
-		kube_buf_add(&b, "/", 1);
-		kube_buf_escape(&b, name, KUBE_ESC_SEGMENT);
+		kube_path_add(&b, "/", 1);
+		kube_path_escape(&b, name, KUBE_ESC_SEGMENT);
 	}
 	if (subresource) {
-		kube_buf_add(&b, "/", 1);
-		kube_buf_escape(&b, subresource, KUBE_ESC_SEGMENT);
+		kube_path_add(&b, "/", 1);
+		kube_path_escape(&b, subresource, KUBE_ESC_SEGMENT);
 	}
 	va_start(ap, subresource);
 	while ((key = va_arg(ap, const char *)) != NULL) {
 		val = va_arg(ap, const char *);
 		if (val == NULL)
 			continue;
-		kube_buf_add(&b, &sep, 1);
-		kube_buf_escape(&b, key, KUBE_ESC_QUERY);
-		kube_buf_add(&b, "=", 1);
-		kube_buf_escape(&b, val, KUBE_ESC_QUERY);
+		kube_path_add(&b, &sep, 1);
+		kube_path_escape(&b, key, KUBE_ESC_QUERY);
+		kube_path_add(&b, "=", 1);
+		kube_path_escape(&b, val, KUBE_ESC_QUERY);
 		sep = '&';
 	}
 	va_end(ap);
-	if (b.oom) {
-		free(b.p);
-		return ERR_NOMEM;
+	if (b.r < 0) {
+		dynbuf_free(&b.b);
+		return b.r;
 	}
-	*ret = b.p;
+	*ret = dynbuf_take(&b.b, NULL);
 	return 0;
 }
 
@@ -514,8 +499,7 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 	double t0, t1, wait;
 	int r;
 
-	if (asprintf(&url, "%s%s", c->kc->server, path) < 0)
-		return ERR_NOMEM;
+	url = xasprintf("%s%s", c->kc->server, path);
 	req.url = url;
 	if (strncmp(url, "https://", 8) == 0)
 		req.tls = &c->tls;
@@ -707,22 +691,11 @@ kube_request(struct kube_client *c, const char *method, const char *path,
 		errbuf_prefix(e, r, "%s %s", method, path);
 		kube_tries_note(e, &tries);
 	} else if (ret) {
-		json_tokener *tok = json_tokener_new_ex(KUBE_JSON_DEPTH);
-		json_object *o = NULL;
-		if (tok == NULL) {
-			r = ERR_NOMEM;
-		} else {
-			o = json_tokener_parse_ex(tok, resp.body, (int)resp.body_len);
-			if (o == NULL || json_tokener_get_error(tok) != json_tokener_success ||
-			    json_tokener_get_parse_end(tok) != resp.body_len) {
-				json_object_put(o);
-				o = NULL;
-				r = errbuf_set(e, ERR_INVALID, "%s %s: the answer is not valid JSON",
-				    method, path);
-			}
-			json_tokener_free(tok);
-		}
-		if (o)
+		json_object *o;
+		if ((r = jsonx_parse(resp.body ? resp.body : "", resp.body_len, KUBE_JSON_DEPTH,
+		    &o, e)) < 0)
+			errbuf_prefix(e, r, "%s %s: the answer is not valid JSON", method, path);
+		else
 			*ret = o;
 	}
 	http_response_free(&resp);
@@ -768,59 +741,51 @@ kube_send_json(struct kube_client *c, const char *method, const char *path,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 
 	if (s == NULL)
-		return errbuf_set(e, ERR_NOMEM, "%s %s: out of memory", method, path);
+		xalloc_fatal(__FILE__, __LINE__);  /* json-c fails only out of memory */
 	return kube_request(c, method, path, content_type, s, ret, ret_status, e);
+}
+
+/* kube_json_add adds v to o as member k (or to array o when k is NULL);
+ * json-c fails only when out of memory. */
+static void
+kube_json_add(json_object *o, const char *k, json_object *v)
+{
+	if ((k ? json_object_object_add(o, k, v) : json_object_array_add(o, v)) < 0)
+		xalloc_fatal(__FILE__, __LINE__);
 }
 
 /* kube_with_rv returns a new object sharing obj's members (references taken),
  * with a metadata of its own whose resourceVersion is rv, or absent when rv
- * is NULL; NULL when out of memory. obj itself is left as it was. */
+ * is NULL. obj itself is left as it was. */
 static json_object *
 kube_with_rv(json_object *obj, const char *rv)
 {
-	json_object *out = json_object_new_object(), *md = json_object_new_object();
-	json_object *omd = NULL, *s;
+	json_object *out = xcheck(json_object_new_object());
+	json_object *md = xcheck(json_object_new_object()), *omd = NULL;
 
-	if (out == NULL || md == NULL)
-		goto fail;
 	json_object_object_foreach(obj, k, v) {
 		if (strcmp(k, "metadata") == 0) {
 			omd = v;
 			continue;
 		}
-		if (json_object_object_add(out, k, json_object_get(v)) < 0)
-			goto fail;
+		kube_json_add(out, k, json_object_get(v));
 	}
 	if (omd && json_object_is_type(omd, json_type_object)) {
 		json_object_object_foreach(omd, mk, mv) {
 			if (strcmp(mk, "resourceVersion") == 0)
 				continue;
-			if (json_object_object_add(md, mk, json_object_get(mv)) < 0)
-				goto fail;
+			kube_json_add(md, mk, json_object_get(mv));
 		}
 	}
-	if (rv) {
-		if ((s = json_object_new_string(rv)) == NULL)
-			goto fail;
-		if (json_object_object_add(md, "resourceVersion", s) < 0) {
-			json_object_put(s);
-			goto fail;
-		}
-	}
+	if (rv)
+		kube_json_add(md, "resourceVersion", xcheck(json_object_new_string(rv)));
 	/* a create without metadata stays without it */
 	if (omd == NULL && json_object_object_length(md) == 0) {
 		json_object_put(md);
 		return out;
 	}
-	if (json_object_object_add(out, "metadata", md) < 0) {
-		md = NULL;
-		goto fail;
-	}
+	kube_json_add(out, "metadata", md);
 	return out;
-fail:
-	json_object_put(md);
-	json_object_put(out);
-	return NULL;
 }
 
 int
@@ -838,8 +803,7 @@ kube_patch_merge(struct kube_client *c, const char *path, json_object *patch,
 	if (!json_object_is_type(patch, json_type_object))
 		return errbuf_set(e, ERR_INVALID, "PATCH %s: a merge patch must be a JSON object",
 		    path);
-	if ((body = kube_with_rv(patch, rv)) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "PATCH %s: out of memory", path);
+	body = kube_with_rv(patch, rv);
 	r = kube_send_json(c, "PATCH", path, "application/merge-patch+json", body, ret,
 	    ret_status, e);
 	json_object_put(body);
@@ -850,9 +814,9 @@ int
 kube_patch_json(struct kube_client *c, const char *path, json_object *ops,
     const char *rv, json_object **ret, long *ret_status, struct errbuf *e)
 {
-	json_object *body = NULL, *test = NULL;
+	json_object *body, *test;
 	size_t n;
-	int r = ERR_NOMEM;
+	int r;
 
 	if (ret_status)
 		*ret_status = 0;
@@ -863,26 +827,16 @@ kube_patch_json(struct kube_client *c, const char *path, json_object *ops,
 		return errbuf_set(e, ERR_INVALID, "PATCH %s: a JSON patch must be an array",
 		    path);
 	n = json_object_array_length(ops);
-	if ((body = json_object_new_array_ext((int)n + 1)) == NULL ||
-	    (test = json_object_new_object()) == NULL)
-		goto out;
-	if (json_object_object_add(test, "op", json_object_new_string("test")) < 0 ||
-	    json_object_object_add(test, "path",
-	    json_object_new_string("/metadata/resourceVersion")) < 0 ||
-	    json_object_object_add(test, "value", json_object_new_string(rv)) < 0 ||
-	    json_object_array_add(body, test) < 0)
-		goto out;
-	test = NULL;
+	body = xcheck(json_object_new_array_ext((int)n + 1));
+	test = xcheck(json_object_new_object());
+	kube_json_add(test, "op", xcheck(json_object_new_string("test")));
+	kube_json_add(test, "path", xcheck(json_object_new_string("/metadata/resourceVersion")));
+	kube_json_add(test, "value", xcheck(json_object_new_string(rv)));
+	kube_json_add(body, NULL, test);
 	for (size_t i = 0; i < n; i++)
-		if (json_object_array_add(body,
-		    json_object_get(json_object_array_get_idx(ops, i))) < 0)
-			goto out;
+		kube_json_add(body, NULL, json_object_get(json_object_array_get_idx(ops, i)));
 	r = kube_send_json(c, "PATCH", path, "application/json-patch+json", body, ret,
 	    ret_status, e);
-out:
-	if (r == ERR_NOMEM)
-		errbuf_set(e, r, "PATCH %s: out of memory", path);
-	json_object_put(test);
 	json_object_put(body);
 	return r;
 }
@@ -910,8 +864,7 @@ kube_patch_retry(struct kube_client *c, const char *path, kube_patch_fn build,
 	int r = 0;
 
 	/* the object is read where it is written: GET works on /status too */
-	if ((get_path = strndup(path, strcspn(path, "?"))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "PATCH %s: out of memory", path);
+	get_path = xstrndup(path, strcspn(path, "?"));
 	backoff_init(&b, KUBE_CONFLICT_BASE_MS * NS_PER_MS, KUBE_CONFLICT_CAP_MS * NS_PER_MS,
 	    2.0, 0.1);
 	for (int try = 0;; try++) {
@@ -981,8 +934,7 @@ kube_create(struct kube_client *c, const char *path, json_object *obj,
 
 	if (!json_object_is_type(obj, json_type_object))
 		return errbuf_set(e, ERR_INVALID, "POST %s: the object is not a JSON object", path);
-	if ((body = kube_with_rv(obj, NULL)) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "POST %s: out of memory", path);
+	body = kube_with_rv(obj, NULL);
 	r = kube_send_json(c, "POST", path, "application/json", body, ret, NULL, e);
 	json_object_put(body);
 	return r;

@@ -50,6 +50,7 @@
 #define KUBE_REQUEST_TIMEOUT_MS 30000 /* a non-watch request */
 #define KUBE_JSON_DEPTH 128           /* nesting levels (managedFields nest deep) */
 #define KUBE_BODY_MAX (3 * 1024 * 1024) /* bytes: the API server's request body limit */
+#define KUBE_PATH_MAX (64 * 1024)     /* bytes: a path kube_path builds, query included */
 #define KUBE_RETRY_MAX 10             /* retries after the first attempt (client-go: 10) */
 #define KUBE_RETRY_BASE_MS 100        /* first retry delay without Retry-After */
 #define KUBE_RETRY_CAP_MS 500         /* longest: a restarted API server is seen within it */
@@ -75,7 +76,8 @@ struct kube_client {
 
 /* kube_client_init prepares c for kc with KUBE_RETRY_MAX retries and the
  * KUBE_RETRY_* backoff, and registers the client metrics (once per process).
- * Returns 0 or ERR_NOMEM. */
+ * Returns 0: it cannot fail (out of memory is fatal); the int stays for the
+ * callers that check it. */
 int kube_client_init(struct kube_client *c, struct kubeconfig *kc,
     const char *user_agent);
 void kube_client_cleanup(struct kube_client *c);
@@ -102,10 +104,11 @@ void kube_client_metrics_init(void);
 
 /* kube_request sends method path (e.g. "/api/v1/nodes") with an optional JSON
  * body of content_type, retrying as described above, and parses a 2xx answer
- * into *ret (may be NULL to discard). A non-2xx answer returns its ERR_* code
- * with the Status message ("nodes \"x\" not found") in e; *ret_status (if
- * non-NULL) gets the last HTTP status either way, or 0 when no answer
- * arrived. */
+ * with jsonx_parse (KUBE_JSON_DEPTH levels) into *ret (may be NULL to
+ * discard; an answer that is not valid JSON is ERR_INVALID). A non-2xx
+ * answer returns its ERR_* code with the Status message ("nodes \"x\" not
+ * found") in e; *ret_status (if non-NULL) gets the last HTTP status either
+ * way, or 0 when no answer arrived. */
 int kube_request(struct kube_client *c, const char *method, const char *path,
     const char *content_type, const char *body, json_object **ret,
     long *ret_status, struct errbuf *e);
@@ -191,7 +194,8 @@ int kube_update(struct kube_client *c, const char *path, json_object *obj,
  * url.PathEscape, query values like url.QueryEscape (selectors' '=', ',' and
  * '!' become %3D, %2C, %21). The variadic part is key, value pairs ending
  * with a NULL key; a pair with a NULL value is left out. Returns 0,
- * ERR_INVALID for an empty, "." or ".." segment, ERR_NOMEM. */
+ * ERR_INVALID for an empty, "." or ".." segment, ERR_TOO_LARGE for a path
+ * longer than KUBE_PATH_MAX. */
 int kube_path(char **ret, const char *api, const char *ns, const char *resource,
     const char *name, const char *subresource, ...)
 	__attribute__((sentinel));
@@ -211,9 +215,11 @@ void kube_request_info(const char *method, const char *path,
  * class cls (FLOWCONTROL_CONTROLLERS unless changed). */
 void kube_client_set_ratelimit_class(struct kube_client *c, int cls);
 
-/* kube_status_decode fills e from a Status body and returns the ERR_* code for
- * status: a 409 with reason AlreadyExists is ERR_EXISTS, a 422 caused by a
- * failed JSON patch "test" operation is ERR_CONFLICT (the object changed). */
+/* kube_status_decode fills e from a Status body (read with jsonx_parse; a body
+ * that is not one, or is longer than 64 KiB, leaves just "HTTP <status>") and
+ * returns the ERR_* code for status: a 409 with reason AlreadyExists is
+ * ERR_EXISTS, a 422 caused by a failed JSON patch "test" operation is
+ * ERR_CONFLICT (the object changed). */
 int kube_status_decode(long status, const char *body, size_t len,
     struct errbuf *e);
 

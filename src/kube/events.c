@@ -2,22 +2,22 @@
  * client-go's correlation (aggregation, counting, spam filter). */
 #include "kube/events.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clock.h"
-#include "flags.h"
 #include "kube/client.h"
 #include "kube/flowcontrol.h"
 #include "log.h"
 #include "metrics.h"
+#include "rfc3339.h"
+#include "stop.h"
 #include "uuid.h"
+#include "xalloc.h"
 
 #define EVENTS_PATH_MAX 512          /* bytes: an API path for an Event */
 #define EVENTS_KEY_MAX 4096          /* bytes: a correlation key before hashing */
@@ -78,13 +78,13 @@ struct events {
 
 	pthread_t thread;
 	int started;
+	struct stop stop;                     /* events_stop; requested under lock */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;                  /* CLOCK_MONOTONIC waits */
+	pthread_cond_t cond;                  /* the queue: an event, or the stop */
 	/* guarded by lock */
 	struct events_event *head, **tail;
 	size_t len;
-	int stop;
-	int64_t flush_deadline_ns;            /* monotonic, once stopping */
+	int64_t flush_deadline_ns;            /* monotonic, set before the stop */
 	int overflowing;                      /* dropping for a full queue */
 };
 
@@ -232,7 +232,7 @@ events_cache_remove(struct events_cache *c, struct events_entry *en)
 }
 
 /* events_cache_add inserts a zeroed entry for key (absent), evicting the
- * least recently used one when full. NULL when out of memory. */
+ * least recently used one when full. */
 static struct events_entry *
 events_cache_add(struct events_cache *c, uint64_t key)
 {
@@ -240,8 +240,7 @@ events_cache_add(struct events_cache *c, uint64_t key)
 
 	if (c->n >= EVENTS_CACHE_MAX)
 		events_cache_remove(c, c->lru.prev);
-	if ((en = calloc(1, sizeof(*en))) == NULL)
-		return NULL;
+	en = xcalloc(1, sizeof(*en));
 	en->key = key;
 	en->hnext = c->buckets[key % EVENTS_CACHE_MAX];
 	c->buckets[key % EVENTS_CACHE_MAX] = en;
@@ -262,11 +261,9 @@ events_cache_clear(struct events_cache *c)
 struct events_correlator *
 events_correlator_new(const char *component, const char *host)
 {
-	struct events_correlator *c;
+	struct events_correlator *c = xcalloc(1, sizeof(*c));
 	uint64_t k[2] = { 0, 0 };
 
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		return NULL;
 	snprintf(c->component, sizeof(c->component), "%s", component ? component : EVENTS_COMPONENT);
 	snprintf(c->host, sizeof(c->host), "%s", host ? host : "");
 	/* without randomness the keys are still unique, only predictable */
@@ -411,8 +408,8 @@ events_aggregate(struct events_correlator *c, struct events_event *ev)
 	struct events_entry *en = events_cache_get(&c->agg, ak);
 	int i, known = 0;
 
-	if (en == NULL && (en = events_cache_add(&c->agg, ak)) == NULL)
-		return ek;
+	if (en == NULL)
+		en = events_cache_add(&c->agg, ak);
 	if (en->u.agg.n > 0 && ev->time_ns - en->last_ns > (int64_t)EVENTS_WINDOW_S * NS_PER_S)
 		en->u.agg.n = 0;
 	en->last_ns = ev->time_ns;
@@ -463,8 +460,7 @@ events_correlate(struct events_correlator *c, struct events_event *ev)
 	 * still raises the count the next written one carries */
 	uint64_t sk = events_key(c, skey, sizeof(skey) / sizeof(skey[0]));
 	if ((en = events_cache_get(&c->spam, sk)) == NULL) {
-		if ((en = events_cache_add(&c->spam, sk)) == NULL)
-			return v;
+		en = events_cache_add(&c->spam, sk);
 		en->u.spam.tokens = EVENTS_SPAM_BURST;
 		en->last_ns = now;
 	}
@@ -485,18 +481,11 @@ events_correlator_update(struct events_correlator *c, const struct events_event 
     const char *name, const char *rv, int count, int64_t first_s)
 {
 	struct events_entry *en = events_cache_get(&c->log, ev->key);
-	char *n, *r;
+	/* copied before the old ones go: name or rv may be one of them */
+	char *n = xstrdup(name ? name : ""), *r = xstrdup(rv ? rv : "");
 
-	if (en == NULL && (en = events_cache_add(&c->log, ev->key)) == NULL)
-		return;
-	n = strdup(name ? name : "");
-	r = strdup(rv ? rv : "");
-	if (n == NULL || r == NULL) {
-		free(n);
-		free(r);
-		events_cache_remove(&c->log, en);
-		return;
-	}
+	if (en == NULL)
+		en = events_cache_add(&c->log, ev->key);
 	free(en->u.log.name);
 	free(en->u.log.rv);
 	en->u.log.name = n;
@@ -506,14 +495,12 @@ events_correlator_update(struct events_correlator *c, const struct events_event 
 	en->last_ns = ev->time_ns;
 }
 
-/* events_time formats Unix seconds as a metav1.Time (RFC 3339, UTC, seconds). */
+/* events_time formats Unix seconds as a metav1.Time (RFC 3339, UTC, seconds),
+ * the epoch for a time outside the years 0-9999. */
 static void
 events_time(int64_t s, char *buf, size_t len)
 {
-	struct tm tm;
-	time_t t = (time_t)s;
-
-	if (gmtime_r(&t, &tm) == NULL || strftime(buf, len, "%Y-%m-%dT%H:%M:%SZ", &tm) == 0)
+	if (rfc3339_format(s, buf, len) < 0)
 		snprintf(buf, len, "1970-01-01T00:00:00Z");
 }
 
@@ -522,38 +509,29 @@ events_add_str(json_object *o, const char *key, const char *v, int omitempty)
 {
 	if (omitempty && (v == NULL || *v == '\0'))
 		return;
-	json_object_object_add(o, key, json_object_new_string(v ? v : ""));
+	json_object_object_add(o, key, xcheck(json_object_new_string(v ? v : "")));
 }
 
 char *
 events_body(const struct events_correlator *c, const struct events_event *ev,
     enum events_verdict v)
 {
-	json_object *o = json_object_new_object(), *md, *io, *src;
-	char last[32], first[32];
+	json_object *o = xcheck(json_object_new_object()), *md, *io, *src;
+	char last[RFC3339_MAX], first[RFC3339_MAX];
 	const char *s;
-	char *out = NULL;
+	char *out;
 
-	if (o == NULL)
-		return NULL;
 	events_time(events_floor_s(ev->time_ns), last, sizeof(last));
 	if (v == EVENTS_PATCH) {
 		/* what client-go's two-way merge patch holds for a repeat */
-		json_object_object_add(o, "count", json_object_new_int(ev->count));
-		json_object_object_add(o, "lastTimestamp", json_object_new_string(last));
-		json_object_object_add(o, "message", json_object_new_string(ev->message));
+		json_object_object_add(o, "count", xcheck(json_object_new_int(ev->count)));
+		events_add_str(o, "lastTimestamp", last, 0);
+		events_add_str(o, "message", ev->message, 0);
 	} else {
 		events_time(ev->first_s, first, sizeof(first));
-		md = json_object_new_object();
-		io = json_object_new_object();
-		src = json_object_new_object();
-		if (md == NULL || io == NULL || src == NULL) {
-			json_object_put(md);
-			json_object_put(io);
-			json_object_put(src);
-			json_object_put(o);
-			return NULL;
-		}
+		md = xcheck(json_object_new_object());
+		io = xcheck(json_object_new_object());
+		src = xcheck(json_object_new_object());
 		events_add_str(o, "apiVersion", "v1", 0);
 		events_add_str(o, "kind", "Event", 0);
 		events_add_str(md, "name", ev->name, 0);
@@ -575,41 +553,30 @@ events_body(const struct events_correlator *c, const struct events_event *ev,
 		json_object_object_add(o, "source", src);
 		events_add_str(o, "firstTimestamp", first, 0);
 		events_add_str(o, "lastTimestamp", last, 0);
-		json_object_object_add(o, "count", json_object_new_int(ev->count));
+		json_object_object_add(o, "count", xcheck(json_object_new_int(ev->count)));
 		events_add_str(o, "type", ev->type, 1);
 		/* set by client-go's recorder from the source; no eventTime, so
 		 * the server validates this as an old-style event */
 		events_add_str(o, "reportingComponent", c->component, 0);
 		events_add_str(o, "reportingInstance", c->host, 0);
 	}
-	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (s)
-		out = strdup(s);
+	if ((s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE)) == NULL)
+		xalloc_fatal(__FILE__, __LINE__);  /* json-c fails only out of memory */
+	out = xstrdup(s);
 	json_object_put(o);
 	return out;
 }
 
 /* --- recorder ------------------------------------------------------------------------ */
 
-static int64_t
-events_unix_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
 int
 events_new(struct kubeconfig *kc, const struct events_config *cfg, struct events **ret,
     struct errbuf *e)
 {
 	struct events *ev;
-	pthread_condattr_t ca;
 	const char *component = cfg && cfg->component ? cfg->component : EVENTS_COMPONENT;
 	const char *host = cfg && cfg->host ? cfg->host : "";
-	int r;
 
 	if (strlen(component) > EVENTS_HOST_MAX || *component == '\0')
 		return errbuf_set(e, ERR_INVALID, "events: bad source component \"%.64s\"",
@@ -617,28 +584,18 @@ events_new(struct kubeconfig *kc, const struct events_config *cfg, struct events
 	if (strlen(host) > EVENTS_HOST_MAX)
 		return errbuf_set(e, ERR_INVALID, "events: source host longer than %d bytes",
 		    EVENTS_HOST_MAX);
-	if ((ev = calloc(1, sizeof(*ev))) == NULL)
-		return ERR_NOMEM;
-	if ((ev->corr = events_correlator_new(component, host)) == NULL) {
-		free(ev);
-		return ERR_NOMEM;
-	}
-	if ((r = kube_client_init(&ev->client, kc, "bootccm/events")) < 0) {
-		events_correlator_free(ev->corr);
-		free(ev);
-		return r;
-	}
+	ev = xcalloc(1, sizeof(*ev));
+	ev->corr = events_correlator_new(component, host);
+	kube_client_init(&ev->client, kc, "bootccm/events");
 	kube_client_set_ratelimit_class(&ev->client, FLOWCONTROL_EVENTS);
 	ev->queue_max = cfg && cfg->queue_max ? cfg->queue_max : EVENTS_QUEUE_MAX;
 	ev->retry_interval_ns = cfg && cfg->retry_interval_ns > 0 ? cfg->retry_interval_ns :
 	    EVENTS_RETRY_INTERVAL_NS;
 	ev->max_tries = cfg && cfg->max_tries > 0 ? cfg->max_tries : EVENTS_MAX_TRIES;
 	ev->tail = &ev->head;
+	stop_init(&ev->stop);
 	pthread_mutex_init(&ev->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&ev->cond, &ca);
-	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&ev->cond, NULL);
 	pthread_once(&events_metrics_once, events_metrics_init);
 	*ret = ev;
 	return 0;
@@ -655,11 +612,8 @@ events_record(struct events *ev, const struct events_ref *ref, const char *type,
 
 	if (ev == NULL)
 		return;
-	if ((item = malloc(sizeof(*item))) == NULL) {
-		metric_add(events_m_dropped, 1, "queue_full");
-		return;
-	}
-	if (events_fill(item, ref, type, reason, message, events_unix_ns()) < 0) {
+	item = xmalloc(sizeof(*item));
+	if (events_fill(item, ref, type, reason, message, clock_real_ns()) < 0) {
 		free(item);
 		metric_add(events_m_dropped, 1, "invalid");
 		log_error("Dropped an event that cannot be written", "kind",
@@ -669,7 +623,7 @@ events_record(struct events *ev, const struct events_ref *ref, const char *type,
 	}
 	item->next = NULL;
 	pthread_mutex_lock(&ev->lock);
-	if (ev->stop) {
+	if (stop_requested(&ev->stop)) {
 		drop = "shutdown";
 	} else if (ev->len >= ev->queue_max) {
 		drop = "queue_full";
@@ -761,8 +715,7 @@ events_write(struct events *ev, struct events_event *item, enum events_verdict v
 	if (v == EVENTS_PATCH) {
 		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events/%s", item->namespace,
 		    item->name);
-		if ((body = events_body(ev->corr, item, EVENTS_PATCH)) == NULL)
-			return ERR_NOMEM;
+		body = events_body(ev->corr, item, EVENTS_PATCH);
 		r = kube_request(&ev->client, "PATCH", path,
 		    "application/strategic-merge-patch+json", body, &answer, &status, e);
 		free(body);
@@ -777,8 +730,7 @@ events_write(struct events *ev, struct events_event *item, enum events_verdict v
 	if (!patched) {
 		snprintf(path, sizeof(path), "/api/v1/namespaces/%s/events", item->namespace);
 		item->rv[0] = '\0';
-		if ((body = events_body(ev->corr, item, EVENTS_CREATE)) == NULL)
-			return ERR_NOMEM;
+		body = events_body(ev->corr, item, EVENTS_CREATE);
 		r = kube_request(&ev->client, "POST", path, "application/json", body, &answer,
 		    &status, e);
 		free(body);
@@ -807,27 +759,17 @@ out:
 static int
 events_wait(struct events *ev, int64_t delay_ns)
 {
-	int64_t until = clock_mono_ns() + delay_ns;
-	int give_up = 0;
+	int64_t until = clock_mono_ns() + delay_ns, flush;
 
+	if (!stop_sleep_until(&ev->stop, until))
+		return 0;
+	/* stopping: the retry may still go out if it is due before the flush
+	 * deadline (set before the stop was requested) */
 	pthread_mutex_lock(&ev->lock);
-	for (;;) {
-		int64_t now = clock_mono_ns(), t = until;
-		if (ev->stop) {
-			if (now >= ev->flush_deadline_ns) {
-				give_up = 1;
-				break;
-			}
-			if (ev->flush_deadline_ns < t)
-				t = ev->flush_deadline_ns;
-		}
-		if (now >= until)
-			break;
-		struct timespec abs = { (time_t)(t / NS_PER_S), (long)(t % NS_PER_S) };
-		pthread_cond_timedwait(&ev->cond, &ev->lock, &abs);
-	}
+	flush = ev->flush_deadline_ns;
 	pthread_mutex_unlock(&ev->lock);
-	return give_up;
+	stop_sleep_until(NULL, until < flush ? until : flush);
+	return clock_mono_ns() >= flush;
 }
 
 /* events_send correlates one event and writes it, retrying as client-go's
@@ -900,9 +842,10 @@ events_main(void *arg)
 
 	for (;;) {
 		pthread_mutex_lock(&ev->lock);
-		while (ev->head == NULL && !ev->stop)
+		while (ev->head == NULL && !stop_requested(&ev->stop))
 			pthread_cond_wait(&ev->cond, &ev->lock);
-		if (ev->head == NULL || (ev->stop && clock_mono_ns() >= ev->flush_deadline_ns)) {
+		if (ev->head == NULL || (stop_requested(&ev->stop) &&
+		    clock_mono_ns() >= ev->flush_deadline_ns)) {
 			pthread_mutex_unlock(&ev->lock);
 			break;
 		}
@@ -961,10 +904,11 @@ events_stop(struct events *ev, int64_t flush_ns)
 {
 	if (ev == NULL)
 		return;
+	/* under the queue's lock, so a consumer about to wait cannot miss it */
 	pthread_mutex_lock(&ev->lock);
-	if (!ev->stop) {
-		ev->stop = 1;
+	if (!stop_requested(&ev->stop)) {
 		ev->flush_deadline_ns = clock_mono_ns() + (flush_ns > 0 ? flush_ns : 0);
+		stop_request(&ev->stop);
 	}
 	pthread_cond_broadcast(&ev->cond);
 	pthread_mutex_unlock(&ev->lock);
@@ -985,5 +929,6 @@ events_free(struct events *ev)
 	kube_client_cleanup(&ev->client);
 	pthread_cond_destroy(&ev->cond);
 	pthread_mutex_destroy(&ev->lock);
+	stop_destroy(&ev->stop);
 	free(ev);
 }

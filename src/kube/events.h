@@ -84,7 +84,7 @@ struct events_config {
 struct events;
 
 /* events_new prepares a recorder (kc is borrowed and must outlive it).
- * Returns 0, ERR_INVALID (a component or host too long) or ERR_NOMEM. */
+ * Returns 0 or ERR_INVALID (a component or host too long). */
 int events_new(struct kubeconfig *kc, const struct events_config *cfg,
     struct events **ret, struct errbuf *e);
 
@@ -152,8 +152,7 @@ enum events_verdict {
 
 struct events_correlator;
 
-/* events_correlator_new returns a correlator for one source (component, host),
- * or NULL when out of memory. */
+/* events_correlator_new returns a correlator for one source (component, host). */
 struct events_correlator *events_correlator_new(const char *component,
     const char *host);
 void events_correlator_free(struct events_correlator *c);
@@ -177,7 +176,7 @@ void events_correlator_update(struct events_correlator *c,
 
 /* events_body returns the JSON to send for ev (the whole Event for
  * EVENTS_CREATE, the strategic merge patch for EVENTS_PATCH) as a malloc'd
- * string, or NULL when out of memory. */
+ * string; times are metav1.Time (rfc3339_format). */
 char *events_body(const struct events_correlator *c, const struct events_event *ev,
     enum events_verdict v);
 

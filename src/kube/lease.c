@@ -1,22 +1,23 @@
 /* lease.c - leader election on a Lease, the client-go way. */
 #include "kube/lease.h"
 
-#include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "clock.h"
-#include "flags.h"
+#include "jsonx.h"
 #include "kube/client.h"
 #include "kube/flowcontrol.h"
 #include "log.h"
 #include "metrics.h"
+#include "rfc3339.h"
+#include "stop.h"
 #include "uuid.h"
+#include "xalloc.h"
 
 #define LEASE_PATH_MAX 512          /* bytes: an API path for the Lease */
 #define LEASE_DESC_MAX 320          /* bytes: "namespace/name" */
@@ -51,10 +52,9 @@ struct lease {
 
 	pthread_t thread;
 	int started;
+	struct stop stop;                  /* lease_stop: ends the elector's sleeps */
 	pthread_mutex_t lock;
-	pthread_cond_t cond;               /* CLOCK_MONOTONIC waits */
 	/* guarded by lock */
-	int stop;
 	int leading;                       /* renewing; is_leader also checks time */
 	int acting;                        /* between the two callbacks */
 	int64_t renewed_ns;                /* when the last successful acquire or
@@ -75,183 +75,21 @@ lease_metrics_init(void)
 	    "Times this replica started or stopped leading.", "name,transition");
 }
 
-/* lease_now_ns is the elector's clock: CLOCK_BOOTTIME, so time spent
- * suspended counts against a lease as it does for the other replicas. */
-static int64_t
-lease_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
-static int64_t
-lease_unix_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec;
-}
-
-/* --- MicroTime ------------------------------------------------------------ */
-
-/* Howard Hinnant's days_from_civil: days since 1970-01-01 of a Gregorian
- * date, independent of the C library's time zone handling. */
-static int64_t
-lease_days_from_civil(int64_t y, int m, int d)
-{
-	y -= m <= 2;
-	int64_t era = (y >= 0 ? y : y - 399) / 400;
-	int64_t yoe = y - era * 400;
-	int64_t doy = (153 * (m + (m > 2 ? -3 : 9)) + 2) / 5 + d - 1;
-	int64_t doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
-	return era * 146097 + doe - 719468;
-}
-
-static void
-lease_civil_from_days(int64_t z, int64_t *y, int *m, int *d)
-{
-	z += 719468;
-	int64_t era = (z >= 0 ? z : z - 146096) / 146097;
-	int64_t doe = z - era * 146097;
-	int64_t yoe = (doe - doe / 1460 + doe / 36524 - doe / 146096) / 365;
-	int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-	int64_t mp = (5 * doy + 2) / 153;
-	*d = (int)(doy - (153 * mp + 2) / 5 + 1);
-	*m = (int)(mp < 10 ? mp + 3 : mp - 9);
-	*y = yoe + era * 400 + (*m <= 2);
-}
-
-int
-lease_time_format(int64_t unix_ns, char *buf, size_t len)
-{
-	int64_t secs = unix_ns / NS_PER_S, ns = unix_ns % NS_PER_S;
-	int64_t days, rem, y;
-	int m, d, n;
-
-	if (ns < 0) {
-		ns += NS_PER_S;
-		secs--;
-	}
-	days = secs / 86400;
-	rem = secs % 86400;
-	if (rem < 0) {
-		rem += 86400;
-		days--;
-	}
-	lease_civil_from_days(days, &y, &m, &d);
-	if (y < 1 || y > 9999)
-		return ERR_INVALID;
-	/* exactly six digits: the API server refuses any other MicroTime */
-	n = snprintf(buf, len, "%04" PRId64 "-%02d-%02dT%02d:%02d:%02d.%06dZ", y, m, d,
-	    (int)(rem / 3600), (int)(rem / 60 % 60), (int)(rem % 60), (int)(ns / 1000));
-	if (n < 0 || (size_t)n >= len)
-		return ERR_INVALID;
-	return 0;
-}
-
-/* lease_digits reads exactly n decimal digits at s. Returns -1 on a non-digit. */
-static int
-lease_digits(const char *s, int n)
-{
-	int v = 0;
-
-	for (int i = 0; i < n; i++) {
-		if (s[i] < '0' || s[i] > '9')
-			return -1;
-		v = v * 10 + (s[i] - '0');
-	}
-	return v;
-}
-
-int
-lease_time_parse(const char *s, int64_t *ret_unix_ns)
-{
-	static const int mdays[] = { 31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31 };
-	int y, mo, d, h, mi, sec, frac_digits = 0;
-	int64_t frac = 0, off = 0, days;
-	const char *p;
-
-	if (s == NULL || strlen(s) < 20 || s[4] != '-' || s[7] != '-' ||
-	    (s[10] != 'T' && s[10] != 't') || s[13] != ':' || s[16] != ':')
-		return ERR_INVALID;
-	y = lease_digits(s, 4);
-	mo = lease_digits(s + 5, 2);
-	d = lease_digits(s + 8, 2);
-	h = lease_digits(s + 11, 2);
-	mi = lease_digits(s + 14, 2);
-	sec = lease_digits(s + 17, 2);
-	if (y < 0 || mo < 1 || mo > 12 || d < 1 || d > mdays[mo - 1] || h < 0 ||
-	    h > 23 || mi < 0 || mi > 59 || sec < 0 || sec > 59)
-		return ERR_INVALID;
-	if (mo == 2 && d == 29 && !(y % 4 == 0 && (y % 100 != 0 || y % 400 == 0)))
-		return ERR_INVALID;
-	p = s + 19;
-	if (*p == '.') {
-		p++;
-		while (*p >= '0' && *p <= '9') {
-			if (frac_digits < 9) {
-				frac = frac * 10 + (*p - '0');
-				frac_digits++;
-			}
-			p++;
-		}
-		if (frac_digits == 0)
-			return ERR_INVALID;
-		for (int i = frac_digits; i < 9; i++)
-			frac *= 10;
-	}
-	if (*p == 'Z' || *p == 'z') {
-		p++;
-	} else if (*p == '+' || *p == '-') {
-		int oh = lease_digits(p + 1, 2), om;
-		if (oh < 0 || oh > 23 || p[3] != ':' || (om = lease_digits(p + 4, 2)) < 0 ||
-		    om > 59)
-			return ERR_INVALID;
-		off = (int64_t)(oh * 3600 + om * 60) * (*p == '-' ? -1 : 1);
-		p += 6;
-	} else {
-		return ERR_INVALID;
-	}
-	if (*p != '\0')
-		return ERR_INVALID;
-	days = lease_days_from_civil(y, mo, d);
-	*ret_unix_ns = ((days * 86400 + h * 3600 + mi * 60 + sec) - off) * NS_PER_S + frac;
-	return 0;
-}
-
 /* --- the record ------------------------------------------------------------ */
 
+/* lease_get_time reads a MicroTime (any RFC 3339 time) into Unix ns; 0 when
+ * absent. */
 static int
-lease_get_int(json_object *spec, const char *key, int *ret, struct errbuf *e)
+lease_get_time(json_object *spec, const char *field, int64_t *ret, struct errbuf *e)
 {
-	json_object *v;
+	const char *s;
+	int r;
 
+	if ((r = jsonx_str(spec, "Lease spec", field, 0, &s, NULL, e)) < 0)
+		return r;
 	*ret = 0;
-	if (!json_object_object_get_ex(spec, key, &v) || v == NULL)
-		return 0;
-	if (!json_object_is_type(v, json_type_int))
-		return errbuf_set(e, ERR_INVALID, "Lease spec.%s: expected an integer", key);
-	int64_t x = json_object_get_int64(v);
-	if (x < INT32_MIN || x > INT32_MAX)
-		return errbuf_set(e, ERR_INVALID, "Lease spec.%s: out of range", key);
-	*ret = (int)x;
-	return 0;
-}
-
-static int
-lease_get_time(json_object *spec, const char *key, int64_t *ret, struct errbuf *e)
-{
-	json_object *v;
-
-	*ret = 0;
-	if (!json_object_object_get_ex(spec, key, &v) || v == NULL)
-		return 0;
-	if (!json_object_is_type(v, json_type_string) ||
-	    lease_time_parse(json_object_get_string(v), ret) < 0)
-		return errbuf_set(e, ERR_INVALID, "Lease spec.%s: not an RFC 3339 time", key);
+	if (s && rfc3339_parse_ns(s, ret) < 0)
+		return errbuf_set(e, ERR_INVALID, "Lease spec.%s: not an RFC 3339 time", field);
 	return 0;
 }
 
@@ -259,71 +97,75 @@ int
 lease_record_decode(json_object *lease, struct lease_record *ret, struct errbuf *e)
 {
 	struct lease_record r;
-	json_object *spec, *v;
+	json_object *spec;
+	const char *holder;
+	int64_t duration, transitions;
+	size_t len;
 	int rc;
 
 	memset(&r, 0, sizeof(r));
 	if (!json_object_is_type(lease, json_type_object))
 		return errbuf_set(e, ERR_INVALID, "Lease: not a JSON object");
-	if (json_object_object_get_ex(lease, "spec", &spec) && spec != NULL) {
-		if (!json_object_is_type(spec, json_type_object))
-			return errbuf_set(e, ERR_INVALID, "Lease spec: not an object");
-		if (json_object_object_get_ex(spec, "holderIdentity", &v) && v != NULL) {
-			if (!json_object_is_type(v, json_type_string))
-				return errbuf_set(e, ERR_INVALID,
-				    "Lease spec.holderIdentity: expected a string");
-			if ((size_t)json_object_get_string_len(v) >= sizeof(r.holder))
+	if ((rc = jsonx_object(lease, "Lease", "spec", 0, &spec, e)) < 0)
+		return rc;
+	if (spec) {
+		if ((rc = jsonx_str(spec, "Lease spec", "holderIdentity", 0, &holder, &len,
+		    e)) < 0)
+			return rc;
+		if (holder) {
+			if (len >= sizeof(r.holder))
 				return errbuf_set(e, ERR_INVALID,
 				    "Lease spec.holderIdentity: longer than %d bytes",
 				    LEASE_HOLDER_MAX - 1);
-			memcpy(r.holder, json_object_get_string(v),
-			    (size_t)json_object_get_string_len(v) + 1);
+			memcpy(r.holder, holder, len + 1);
 		}
-		if ((rc = lease_get_int(spec, "leaseDurationSeconds", &r.duration_s, e)) < 0 ||
-		    (rc = lease_get_int(spec, "leaseTransitions", &r.transitions, e)) < 0 ||
+		if ((rc = jsonx_int(spec, "Lease spec", "leaseDurationSeconds", INT32_MIN,
+		    INT32_MAX, 0, &duration, e)) < 0 ||
+		    (rc = jsonx_int(spec, "Lease spec", "leaseTransitions", INT32_MIN,
+		    INT32_MAX, 0, &transitions, e)) < 0 ||
 		    (rc = lease_get_time(spec, "acquireTime", &r.acquire_ns, e)) < 0 ||
 		    (rc = lease_get_time(spec, "renewTime", &r.renew_ns, e)) < 0)
 			return rc;
+		r.duration_s = (int)duration;
+		r.transitions = (int)transitions;
 	}
 	*ret = r;
 	return 0;
 }
 
+/* lease_add_time adds unix_ns as a MicroTime; ERR_INVALID for a time one
+ * cannot say (outside the years 0-9999). */
 static int
 lease_add_time(json_object *spec, const char *key, int64_t unix_ns)
 {
-	char buf[LEASE_TIME_LEN];
-	json_object *v;
+	char buf[RFC3339_MAX];
 
-	if (lease_time_format(unix_ns, buf, sizeof(buf)) < 0)
+	if (rfc3339_format_micro(unix_ns, buf, sizeof(buf)) < 0)
 		return ERR_INVALID;
-	if ((v = json_object_new_string(buf)) == NULL)
-		return ERR_NOMEM;
-	json_object_object_add(spec, key, v);
+	json_object_object_add(spec, key, xcheck(json_object_new_string(buf)));
 	return 0;
 }
 
 json_object *
 lease_record_spec(const struct lease_record *r)
 {
-	json_object *spec = json_object_new_object();
+	json_object *spec = xcheck(json_object_new_object());
 
-	if (spec == NULL)
-		return NULL;
 	/* the five fields of client-go's LeaderElectionRecordToLeaseSpec, all
 	 * always present (holderIdentity "" on release) */
-	json_object_object_add(spec, "holderIdentity", json_object_new_string(r->holder));
-	json_object_object_add(spec, "leaseDurationSeconds", json_object_new_int(r->duration_s));
+	json_object_object_add(spec, "holderIdentity", xcheck(json_object_new_string(r->holder)));
+	json_object_object_add(spec, "leaseDurationSeconds",
+	    xcheck(json_object_new_int(r->duration_s)));
 	if (lease_add_time(spec, "acquireTime", r->acquire_ns) < 0 ||
 	    lease_add_time(spec, "renewTime", r->renew_ns) < 0) {
 		json_object_put(spec);
 		return NULL;
 	}
-	json_object_object_add(spec, "leaseTransitions", json_object_new_int(r->transitions));
-	if (json_object_object_length(spec) != 5) {
-		json_object_put(spec);
-		return NULL;
-	}
+	json_object_object_add(spec, "leaseTransitions",
+	    xcheck(json_object_new_int(r->transitions)));
+	/* json-c's adds fail only when out of memory */
+	if (json_object_object_length(spec) != 5)
+		xalloc_fatal(__FILE__, __LINE__);
 	return spec;
 }
 
@@ -423,8 +265,6 @@ lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **
 {
 	struct lease *l;
 	char host[256], uuid[UUID_STR_LEN];
-	pthread_condattr_t ca;
-	int r;
 
 	if (cfg->namespace == NULL || !lease_dns_label_ok(cfg->namespace, strlen(cfg->namespace)))
 		return errbuf_set(e, ERR_INVALID, "leader election: namespace \"%s\" is not "
@@ -452,8 +292,7 @@ lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **
 	if (cfg->lease_duration_ns / NS_PER_S > INT32_MAX)
 		return errbuf_set(e, ERR_INVALID, "leader election: lease duration too long");
 
-	if ((l = calloc(1, sizeof(*l))) == NULL)
-		return ERR_NOMEM;
+	l = xcalloc(1, sizeof(*l));
 	snprintf(l->namespace, sizeof(l->namespace), "%s", cfg->namespace);
 	snprintf(l->name, sizeof(l->name), "%s", cfg->name);
 	if (cfg->identity && *cfg->identity) {
@@ -487,17 +326,11 @@ lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **
 	l->on_started_leading = cfg->on_started_leading;
 	l->on_stopped_leading = cfg->on_stopped_leading;
 	l->arg = cfg->arg;
-	if ((r = kube_client_init(&l->client, kc, "bootccm/leader-election")) < 0) {
-		free(l);
-		return r;
-	}
+	kube_client_init(&l->client, kc, "bootccm/leader-election");
 	kube_client_set_retries(&l->client, 0, 0, 0);
 	kube_client_set_ratelimit_class(&l->client, FLOWCONTROL_NONE);
+	stop_init(&l->stop);
 	pthread_mutex_init(&l->lock, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&l->cond, &ca);
-	pthread_condattr_destroy(&ca);
 	pthread_once(&lease_metrics_once, lease_metrics_init);
 	metric_set(lease_m_status, 0, l->name);
 	*ret = l;
@@ -515,7 +348,7 @@ lease_identity(const struct lease *l)
 /* lease_request is kube_request with a deadline: like client-go's renew
  * context, no request may outlive the renew deadline, or a hung API server
  * would keep the elector from stopping before the lease expires for others.
- * deadline_ns is on the elector's clock (lease_now_ns); the client's is
+ * deadline_ns is on the elector's clock (clock_boot_ns); the client's is
  * CLOCK_MONOTONIC. The client makes no retries (the elector's loop is the
  * retry) and takes no rate-limit token: upstream's leader election has its
  * own client, so controller traffic never delays a renewal. */
@@ -523,7 +356,7 @@ static int
 lease_request(struct lease *l, const char *method, const char *path, const char *body,
     int64_t deadline_ns, json_object **ret, struct errbuf *e)
 {
-	int64_t left = deadline_ns - lease_now_ns();
+	int64_t left = deadline_ns - clock_boot_ns();
 	int r;
 
 	if (left < NS_PER_MS)
@@ -575,38 +408,33 @@ lease_write(struct lease *l, const struct lease_record *rec, int64_t deadline_ns
 	int r, create = l->obj == NULL;
 
 	if ((spec = lease_record_spec(rec)) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "Lease %s: cannot encode the record", l->desc);
+		return errbuf_set(e, ERR_INVALID, "Lease %s: a time of the record cannot be "
+		    "written as a MicroTime", l->desc);
 	if (create) {
-		body = json_object_new_object();
-		md = json_object_new_object();
-		if (body == NULL || md == NULL) {
-			json_object_put(md);
-			json_object_put(spec);
-			json_object_put(body);
-			return ERR_NOMEM;
-		}
-		json_object_object_add(md, "name", json_object_new_string(l->name));
-		json_object_object_add(md, "namespace", json_object_new_string(l->namespace));
+		body = xcheck(json_object_new_object());
+		md = xcheck(json_object_new_object());
+		json_object_object_add(md, "name", xcheck(json_object_new_string(l->name)));
+		json_object_object_add(md, "namespace",
+		    xcheck(json_object_new_string(l->namespace)));
 		json_object_object_add(body, "apiVersion",
-		    json_object_new_string("coordination.k8s.io/v1"));
-		json_object_object_add(body, "kind", json_object_new_string("Lease"));
+		    xcheck(json_object_new_string("coordination.k8s.io/v1")));
+		json_object_object_add(body, "kind", xcheck(json_object_new_string("Lease")));
 		json_object_object_add(body, "metadata", md);
 	} else {
 		body = json_object_get(l->obj);
 		if (!json_object_object_get_ex(body, "kind", NULL))
-			json_object_object_add(body, "kind", json_object_new_string("Lease"));
+			json_object_object_add(body, "kind",
+			    xcheck(json_object_new_string("Lease")));
 		if (!json_object_object_get_ex(body, "apiVersion", NULL))
 			json_object_object_add(body, "apiVersion",
-			    json_object_new_string("coordination.k8s.io/v1"));
+			    xcheck(json_object_new_string("coordination.k8s.io/v1")));
 	}
 	json_object_object_add(body, "spec", spec);
-	text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
-	    JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (text == NULL)
-		r = ERR_NOMEM;
-	else
-		r = lease_request(l, create ? "POST" : "PUT", create ? l->collection : l->path,
-		    text, deadline_ns, &answer, e);
+	if ((text = json_object_to_json_string_ext(body, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE)) == NULL)
+		xalloc_fatal(__FILE__, __LINE__);
+	r = lease_request(l, create ? "POST" : "PUT", create ? l->collection : l->path,
+	    text, deadline_ns, &answer, e);
 	json_object_put(body);
 	if (r < 0) {
 		/* l->obj now carries a spec that is not on the server; that is
@@ -623,36 +451,22 @@ lease_write(struct lease *l, const struct lease_record *rec, int64_t deadline_ns
 static int
 lease_stopping(struct lease *l)
 {
-	int s;
-
-	pthread_mutex_lock(&l->lock);
-	s = l->stop;
-	pthread_mutex_unlock(&l->lock);
-	return s;
+	return stop_requested(&l->stop);
 }
 
-/* lease_sleep_until waits until the elector clock reaches until_ns or a stop
- * is requested. Returns 1 when stopping. */
+/* lease_sleep_until waits until the elector clock (CLOCK_BOOTTIME) reaches
+ * until_ns or a stop is requested. The sleep runs on the monotonic clock,
+ * which stands still while the machine is suspended, so it sleeps the time
+ * left on the boot clock and looks again. Returns 1 when stopping. */
 static int
 lease_sleep_until(struct lease *l, int64_t until_ns)
 {
-	int s;
+	int64_t left;
 
-	pthread_mutex_lock(&l->lock);
-	while (!l->stop) {
-		int64_t left = until_ns - lease_now_ns();
-		struct timespec now, abs;
-		if (left <= 0)
-			break;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		int64_t t = (int64_t)now.tv_sec * NS_PER_S + now.tv_nsec + left;
-		abs.tv_sec = (time_t)(t / NS_PER_S);
-		abs.tv_nsec = (long)(t % NS_PER_S);
-		pthread_cond_timedwait(&l->cond, &l->lock, &abs);
-	}
-	s = l->stop;
-	pthread_mutex_unlock(&l->lock);
-	return s;
+	while ((left = until_ns - clock_boot_ns()) > 0)
+		if (stop_sleep(&l->stop, left))
+			return 1;
+	return lease_stopping(l);
 }
 
 /* lease_log_failure logs a failure at error level once, and its repeats at
@@ -694,7 +508,7 @@ lease_try(struct lease *l, int64_t deadline_ns, int leading)
 {
 	struct lease_record cur, rec;
 	struct errbuf e = { "" };
-	int64_t now = lease_now_ns(), unix_now = lease_unix_now_ns();
+	int64_t now = clock_boot_ns(), unix_now = clock_real_ns();
 	int r;
 
 	/* fast path: the holder updates the record it wrote last, optimistically */
@@ -709,8 +523,8 @@ lease_try(struct lease *l, int64_t deadline_ns, int leading)
 		}
 		log_info(4, "Failed to update lock optimistically, falling back to slow path",
 		    "lease", l->desc, "err", e.msg, NULL);
-		now = lease_now_ns();
-		unix_now = lease_unix_now_ns();
+		now = clock_boot_ns();
+		unix_now = clock_real_ns();
 	}
 
 	/* slow path: read, judge, write */
@@ -721,7 +535,7 @@ lease_try(struct lease *l, int64_t deadline_ns, int leading)
 		snprintf(rec.holder, sizeof(rec.holder), "%s", l->identity);
 		rec.duration_s = l->duration_s;
 		rec.acquire_ns = rec.renew_ns = unix_now;
-		now = lease_now_ns();
+		now = clock_boot_ns();
 		if ((r = lease_write(l, &rec, deadline_ns, &e)) < 0) {
 			lease_log_failure(l, "Error initially creating leader election record", &e);
 			return 0;
@@ -735,8 +549,8 @@ lease_try(struct lease *l, int64_t deadline_ns, int leading)
 	}
 	/* the record counts as seen when the answer arrived: for a contender
 	 * that is the later, safer choice */
-	now = lease_now_ns();
-	unix_now = lease_unix_now_ns();
+	now = clock_boot_ns();
+	unix_now = clock_real_ns();
 	lease_observe(&l->obs, &cur, now);
 	if (leading && strcmp(cur.holder, l->identity) != 0)
 		return 0;
@@ -779,20 +593,20 @@ lease_acquire(struct lease *l)
 	log_info(0, "Attempting to acquire leader lease", "lease", l->desc,
 	    "identity", l->identity, NULL);
 	for (;;) {
-		int64_t start = lease_now_ns(), wake;
+		int64_t start = clock_boot_ns(), wake;
 		if (lease_stopping(l))
 			return 0;
 		if (lease_try(l, start + l->renew_deadline_ns, 0))
 			return 1;
 		log_info(4, "Failed to acquire lease", "lease", l->desc, NULL);
-		wake = lease_now_ns() + lease_poll_ns(l->retry_period_ns);
+		wake = clock_boot_ns() + lease_poll_ns(l->retry_period_ns);
 		/* a held lease is tried again right as it expires, so a dead
 		 * holder is replaced within the lease duration + one request */
 		if (l->obs.have && l->obs.rec.holder[0] != '\0' &&
 		    strcmp(l->obs.rec.holder, l->identity) != 0) {
 			int64_t expiry = l->obs.time_ns + (int64_t)l->obs.rec.duration_s * NS_PER_S +
 			    LEASE_EXPIRY_SLACK_NS;
-			if (expiry > lease_now_ns() && expiry < wake)
+			if (expiry > clock_boot_ns() && expiry < wake)
 				wake = expiry;
 		}
 		if (lease_sleep_until(l, wake))
@@ -824,7 +638,7 @@ lease_lead(struct lease *l)
 	log_info(0, "Successfully acquired lease", "lease", l->desc, "identity", l->identity, NULL);
 	l->on_started_leading(l->arg);
 
-	next = lease_now_ns() + l->retry_period_ns;
+	next = clock_boot_ns() + l->retry_period_ns;
 	for (;;) {
 		pthread_mutex_lock(&l->lock);
 		renewed = l->renewed_ns;
@@ -832,7 +646,7 @@ lease_lead(struct lease *l)
 		deadline = renewed + l->renew_deadline_ns;
 		if (lease_sleep_until(l, next < deadline ? next : deadline))
 			break;
-		if (lease_now_ns() >= deadline) {
+		if (clock_boot_ns() >= deadline) {
 			why = "renew deadline passed";
 			log_error("Failed to renew lease", "lease", l->desc, "identity", l->identity,
 			    "err", "the renew deadline passed", NULL);
@@ -840,7 +654,7 @@ lease_lead(struct lease *l)
 		}
 		if (lease_try(l, deadline, 1)) {
 			log_info(5, "Successfully renewed lease", "lease", l->desc, NULL);
-			next = lease_now_ns() + l->retry_period_ns;
+			next = clock_boot_ns() + l->retry_period_ns;
 			continue;
 		}
 		if (l->obs.have && strcmp(l->obs.rec.holder, l->identity) != 0) {
@@ -853,7 +667,7 @@ lease_lead(struct lease *l)
 		}
 		log_warn("Failed to renew lease", "lease", l->desc, "identity", l->identity,
 		    "err", l->last_err, NULL);
-		next = lease_now_ns() + l->retry_period_ns;
+		next = clock_boot_ns() + l->retry_period_ns;
 	}
 
 	/* not the leader from here on, for every thread, before the callback */
@@ -862,9 +676,9 @@ lease_lead(struct lease *l)
 	metric_add(lease_m_transitions, 1, l->name, "stopped_leading");
 	log_info(0, "Stopped leading", "lease", l->desc, "identity", l->identity,
 	    "reason", why, NULL);
-	t0 = lease_now_ns();
+	t0 = clock_boot_ns();
 	l->on_stopped_leading(l->arg);
-	t1 = lease_now_ns();
+	t1 = clock_boot_ns();
 	pthread_mutex_lock(&l->lock);
 	l->acting = 0;
 	renewed = l->renewed_ns;
@@ -884,7 +698,7 @@ lease_release(struct lease *l)
 {
 	struct lease_record rec;
 	struct errbuf e = { "" };
-	int64_t now = lease_now_ns(), unix_now = lease_unix_now_ns();
+	int64_t now = clock_boot_ns(), unix_now = clock_real_ns();
 
 	if (!l->obs.have || l->obj == NULL || strcmp(l->obs.rec.holder, l->identity) != 0)
 		return;
@@ -934,7 +748,7 @@ lease_is_leader(struct lease *l)
 	if (l == NULL)
 		return 0;
 	pthread_mutex_lock(&l->lock);
-	r = l->leading && lease_now_ns() < l->renewed_ns + l->renew_deadline_ns;
+	r = l->leading && clock_boot_ns() < l->renewed_ns + l->renew_deadline_ns;
 	pthread_mutex_unlock(&l->lock);
 	return r;
 }
@@ -945,7 +759,7 @@ lease_healthz(struct lease *l, struct errbuf *e)
 	int ok;
 
 	pthread_mutex_lock(&l->lock);
-	ok = lease_health(l->acting, l->renewed_ns, l->lease_duration_ns, lease_now_ns());
+	ok = lease_health(l->acting, l->renewed_ns, l->lease_duration_ns, clock_boot_ns());
 	pthread_mutex_unlock(&l->lock);
 	if (!ok)
 		return errbuf_set(e, ERR_TIMEOUT, "failed election to renew leadership on lease %s",
@@ -958,10 +772,7 @@ lease_stop(struct lease *l)
 {
 	if (l == NULL || !l->started)
 		return;
-	pthread_mutex_lock(&l->lock);
-	l->stop = 1;
-	pthread_cond_broadcast(&l->cond);
-	pthread_mutex_unlock(&l->lock);
+	stop_request(&l->stop);
 	pthread_join(l->thread, NULL);
 	l->started = 0;
 }
@@ -974,7 +785,7 @@ lease_free(struct lease *l)
 	lease_stop(l);
 	json_object_put(l->obj);
 	kube_client_cleanup(&l->client);
-	pthread_cond_destroy(&l->cond);
+	stop_destroy(&l->stop);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
 }

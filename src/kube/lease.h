@@ -38,7 +38,6 @@
 #include "kubeconfig.h"
 
 #define LEASE_HOLDER_MAX 256       /* bytes with the NUL: a holderIdentity we accept */
-#define LEASE_TIME_LEN 32          /* bytes: a formatted MicroTime and its NUL */
 #define LEASE_JITTER 1.2           /* client-go's JitterFactor: the renew deadline
                                       must exceed this many retry periods */
 #define LEASE_POLL_JITTER 0.1      /* a contender polls every retry period less
@@ -85,8 +84,8 @@ struct lease;
 /* lease_new checks cfg (client-go's rules, plus: the renew deadline must be
  * shorter than the whole seconds written as leaseDurationSeconds; namespace and
  * name must be valid object names) and prepares an elector; kc is borrowed and
- * must outlive it. Returns 0 or ERR_INVALID, ERR_NOMEM, ERR_IO (no randomness
- * for the identity), with a message in e. */
+ * must outlive it. Returns 0 or ERR_INVALID, ERR_IO (no randomness for the
+ * identity), with a message in e. */
 int lease_new(struct kubeconfig *kc, const struct lease_config *cfg,
     struct lease **ret, struct errbuf *e);
 
@@ -119,24 +118,17 @@ void lease_free(struct lease *l);
 
 /* --- the pieces the elector is made of, exported for tests --- */
 
-/* lease_time_format writes unix_ns as a MicroTime: RFC 3339 in UTC with
- * exactly six fractional digits ("2026-11-21T08:00:00.000000Z"). Returns 0 or
- * ERR_INVALID (before 0001 or after 9999, or len too small). */
-int lease_time_format(int64_t unix_ns, char *buf, size_t len);
-
-/* lease_time_parse reads an RFC 3339 time (any fraction, Z or an offset) into
- * Unix ns. Returns 0 or ERR_INVALID. */
-int lease_time_parse(const char *s, int64_t *ret_unix_ns);
-
-/* lease_record_decode reads a Lease object's spec into ret. Missing fields
- * are zero, as in client-go; wrong types, a holder longer than the cap, or
- * bad times are ERR_INVALID. */
+/* lease_record_decode reads a Lease object's spec into ret (the times with
+ * rfc3339_parse_ns, as the API server's MicroTime is Go's RFC 3339). Missing
+ * fields are zero, as in client-go; wrong types, a holder longer than the
+ * cap, or bad times are ERR_INVALID. */
 int lease_record_decode(json_object *lease, struct lease_record *ret,
     struct errbuf *e);
 
 /* lease_record_spec returns a new spec object exactly as client-go writes it
  * (holderIdentity, leaseDurationSeconds, acquireTime, renewTime,
- * leaseTransitions), or NULL when out of memory. */
+ * leaseTransitions; the times as MicroTime, rfc3339_format_micro), or NULL
+ * when a time cannot be written as one (outside the years 0-9999). */
 json_object *lease_record_spec(const struct lease_record *r);
 
 /* lease_observe records r as seen at now_ns; the observed time moves only when

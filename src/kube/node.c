@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jsonx.h"
+
 /* kube_node_fill reads the kept fields of the Node at src into n. It runs
  * twice per object (see store_obj_build) and must do the same both times. */
 static int
@@ -20,7 +22,7 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 
 	if (!json_object_is_type(root, json_type_object))
 		return errbuf_set(e, ERR_INVALID, "node: expected a JSON object");
-	if ((r = store_json_object(root, "", "metadata", &md, e)) < 0)
+	if ((r = jsonx_object(root, "", "metadata", 0, &md, e)) < 0)
 		return errbuf_prefix(e, r, "node");
 	if (md == NULL || !json_object_object_get_ex(md, "name", &nm) ||
 	    !json_object_is_type(nm, json_type_string) ||
@@ -35,23 +37,22 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 	    (r = store_json_kv(b, md, "metadata", "labels", &n->labels, &n->nlabels, e)) < 0 ||
 	    (r = store_json_kv(b, md, "metadata", "annotations", &n->annotations,
 	    &n->nannotations, e)) < 0 ||
-	    (r = store_json_time(md, "metadata", "creationTimestamp",
+	    (r = jsonx_time(md, "metadata", "creationTimestamp", 0,
 	    &n->creation_timestamp, e)) < 0 ||
-	    (r = store_json_time(md, "metadata", "deletionTimestamp",
+	    (r = jsonx_time(md, "metadata", "deletionTimestamp", 0,
 	    &n->deletion_timestamp, e)) < 0)
 		goto fail;
 
-	if ((r = store_json_object(root, "", "spec", &spec, e)) < 0)
+	if ((r = jsonx_object(root, "", "spec", 0, &spec, e)) < 0)
 		goto fail;
 	if (spec) {
 		if ((r = store_json_str(b, spec, "spec", "providerID", &n->provider_id, e)) < 0 ||
 		    (r = store_json_strs(b, spec, "spec", "podCIDRs", &n->pod_cidrs,
 		    &n->npod_cidrs, e)) < 0 ||
-		    (r = store_json_array(spec, "spec", "taints", &a, &cnt, e)) < 0)
+		    (r = jsonx_array(spec, "spec", "taints", 0, &a, &cnt, e)) < 0)
 			goto fail;
 		if (cnt) {
-			if ((taints = store_bld_alloc(b, cnt * sizeof(*taints))) == NULL)
-				goto nomem;
+			taints = store_bld_alloc(b, cnt * sizeof(*taints));
 			for (size_t i = 0; i < cnt; i++) {
 				json_object *t = json_object_array_get_idx(a, i);
 				snprintf(path, sizeof(path), "spec.taints[%zu]", i);
@@ -74,14 +75,13 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 		}
 	}
 
-	if ((r = store_json_object(root, "", "status", &status, e)) < 0)
+	if ((r = jsonx_object(root, "", "status", 0, &status, e)) < 0)
 		goto fail;
 	if (status) {
-		if ((r = store_json_array(status, "status", "addresses", &a, &cnt, e)) < 0)
+		if ((r = jsonx_array(status, "status", "addresses", 0, &a, &cnt, e)) < 0)
 			goto fail;
 		if (cnt) {
-			if ((addrs = store_bld_alloc(b, cnt * sizeof(*addrs))) == NULL)
-				goto nomem;
+			addrs = store_bld_alloc(b, cnt * sizeof(*addrs));
 			for (size_t i = 0; i < cnt; i++) {
 				json_object *ad = json_object_array_get_idx(a, i);
 				snprintf(path, sizeof(path), "status.addresses[%zu]", i);
@@ -101,7 +101,7 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 			n->addresses = addrs;
 			n->naddresses = cnt;
 		}
-		if ((r = store_json_array(status, "status", "conditions", &a, &cnt, e)) < 0)
+		if ((r = jsonx_array(status, "status", "conditions", 0, &a, &cnt, e)) < 0)
 			goto fail;
 		for (size_t i = 0; i < cnt; i++) {
 			json_object *c = json_object_array_get_idx(a, i);
@@ -111,8 +111,8 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 				r = errbuf_set(e, ERR_INVALID, "%s: expected an object", path);
 				goto fail;
 			}
-			if ((r = store_json_cstr(c, path, "type", &type, e)) < 0 ||
-			    (r = store_json_cstr(c, path, "status", &st, e)) < 0)
+			if ((r = jsonx_str(c, path, "type", 0, &type, NULL, e)) < 0 ||
+			    (r = jsonx_str(c, path, "status", 0, &st, NULL, e)) < 0)
 				goto fail;
 			if (type == NULL || strcmp(type, "Ready") != 0)
 				continue;
@@ -122,8 +122,6 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 		}
 	}
 	return 0;
-nomem:
-	r = errbuf_set(e, ERR_NOMEM, "out of memory");
 fail:
 	return errbuf_prefix(e, r, "node \"%.253s\"", json_object_get_string(nm));
 }

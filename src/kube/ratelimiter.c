@@ -4,20 +4,17 @@
 #include <limits.h>
 #include <math.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "clock.h"
-
-#define RATELIMITER_TABLE_MIN 16 /* hash buckets; a power of two */
+#include "hmap.h"
+#include "xalloc.h"
 
 enum ratelimiter_kind { RATELIMITER_EXPONENTIAL, RATELIMITER_BUCKET, RATELIMITER_MAX_OF };
 
 /* One failing key of an exponential limiter. */
 struct ratelimiter_entry {
-	struct ratelimiter_entry *next;
 	int failures;
 	char key[];
 };
@@ -26,10 +23,9 @@ struct ratelimiter {
 	enum ratelimiter_kind kind;
 	pthread_mutex_t lock;
 
-	/* exponential: failing keys in a chained hash table */
+	/* exponential: failing keys (the map borrows each entry's key) */
 	int64_t base_ns, max_ns;
-	struct ratelimiter_entry **table;
-	size_t nbuckets, nentries;
+	struct hmap failing;
 
 	/* bucket */
 	double qps, tokens;
@@ -43,18 +39,6 @@ struct ratelimiter {
 	size_t nchildren;
 };
 
-#define ratelimiter_xalloc(p) ratelimiter_xalloc_at((p), __FILE__, __LINE__)
-
-static void *
-ratelimiter_xalloc_at(void *p, const char *file, int line)
-{
-	if (p == NULL) {
-		fprintf(stderr, "bootccm: %s:%d: out of memory\n", file, line);
-		abort();
-	}
-	return p;
-}
-
 static int64_t
 ratelimiter_monotonic_ns(void *arg)
 {
@@ -62,40 +46,28 @@ ratelimiter_monotonic_ns(void *arg)
 	return clock_mono_ns();
 }
 
-static int
-ratelimiter_alloc(enum ratelimiter_kind kind, struct ratelimiter **ret)
+static struct ratelimiter *
+ratelimiter_alloc(enum ratelimiter_kind kind)
 {
-	struct ratelimiter *rl = calloc(1, sizeof(*rl));
+	struct ratelimiter *rl = xcalloc(1, sizeof(*rl));
 
-	if (rl == NULL)
-		return ERR_NOMEM;
-	if (pthread_mutex_init(&rl->lock, NULL) != 0) {
-		free(rl);
-		return ERR_NOMEM;
-	}
+	pthread_mutex_init(&rl->lock, NULL);
 	rl->kind = kind;
 	rl->now_ns = ratelimiter_monotonic_ns;
-	*ret = rl;
-	return 0;
+	hmap_init(&rl->failing, 0);
+	return rl;
 }
 
 int
 ratelimiter_exponential_new(int64_t base_ns, int64_t max_ns, struct ratelimiter **ret)
 {
 	struct ratelimiter *rl;
-	int r;
 
 	if (base_ns < 1 || max_ns < base_ns)
 		return ERR_INVALID;
-	if ((r = ratelimiter_alloc(RATELIMITER_EXPONENTIAL, &rl)) < 0)
-		return r;
+	rl = ratelimiter_alloc(RATELIMITER_EXPONENTIAL);
 	rl->base_ns = base_ns;
 	rl->max_ns = max_ns;
-	rl->nbuckets = RATELIMITER_TABLE_MIN;
-	if ((rl->table = calloc(rl->nbuckets, sizeof(*rl->table))) == NULL) {
-		ratelimiter_free(rl);
-		return ERR_NOMEM;
-	}
 	*ret = rl;
 	return 0;
 }
@@ -104,12 +76,10 @@ int
 ratelimiter_bucket_new(double qps, int burst, struct ratelimiter **ret)
 {
 	struct ratelimiter *rl;
-	int r;
 
 	if (!(qps > 0) || isinf(qps) || burst < 1)
 		return ERR_INVALID;
-	if ((r = ratelimiter_alloc(RATELIMITER_BUCKET, &rl)) < 0)
-		return r;
+	rl = ratelimiter_alloc(RATELIMITER_BUCKET);
 	rl->qps = qps;
 	rl->burst = burst;
 	rl->tokens = burst;
@@ -121,29 +91,23 @@ ratelimiter_bucket_new(double qps, int burst, struct ratelimiter **ret)
 int
 ratelimiter_max_of_new(struct ratelimiter **limiters, size_t n, struct ratelimiter **ret)
 {
-	struct ratelimiter *rl = NULL;
-	int r = ERR_INVALID;
+	struct ratelimiter *rl;
 
 	if (n == 0)
-		goto fail;
+		goto invalid;
 	for (size_t i = 0; i < n; i++)
 		if (limiters[i] == NULL)
-			goto fail;
-	if ((r = ratelimiter_alloc(RATELIMITER_MAX_OF, &rl)) < 0)
-		goto fail;
-	if ((rl->children = calloc(n, sizeof(*rl->children))) == NULL) {
-		r = ERR_NOMEM;
-		goto fail;
-	}
+			goto invalid;
+	rl = ratelimiter_alloc(RATELIMITER_MAX_OF);
+	rl->children = xcalloc(n, sizeof(*rl->children));
 	memcpy(rl->children, limiters, n * sizeof(*limiters));
 	rl->nchildren = n;
 	*ret = rl;
 	return 0;
-fail:
-	ratelimiter_free(rl);
+invalid:
 	for (size_t i = 0; i < n; i++)
 		ratelimiter_free(limiters[i]);
-	return r;
+	return ERR_INVALID;
 }
 
 int
@@ -173,70 +137,20 @@ ratelimiter_set_clock(struct ratelimiter *rl, int64_t (*now_ns)(void *arg), void
 		ratelimiter_set_clock(rl->children[i], now_ns, arg);
 }
 
-/* FNV-1a: keys are short and this table is private, so no need for more. */
-static size_t
-ratelimiter_hash(const char *key)
-{
-	uint64_t h = 14695981039346656037ULL;
-
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ULL;
-	}
-	return (size_t)h;
-}
-
-/* ratelimiter_find returns the slot that points (or would point) at key's
- * entry; called with rl->lock held. */
-static struct ratelimiter_entry **
-ratelimiter_find(struct ratelimiter *rl, const char *key)
-{
-	struct ratelimiter_entry **pp = &rl->table[ratelimiter_hash(key) & (rl->nbuckets - 1)];
-
-	while (*pp && strcmp((*pp)->key, key) != 0)
-		pp = &(*pp)->next;
-	return pp;
-}
-
-/* ratelimiter_resize rehashes into nbuckets buckets; a failed allocation
- * keeps the old table, which stays correct, only slower. */
-static void
-ratelimiter_resize(struct ratelimiter *rl, size_t nbuckets)
-{
-	struct ratelimiter_entry **table = calloc(nbuckets, sizeof(*table)), *e, *next;
-
-	if (table == NULL)
-		return;
-	for (size_t i = 0; i < rl->nbuckets; i++)
-		for (e = rl->table[i]; e; e = next) {
-			size_t b = ratelimiter_hash(e->key) & (nbuckets - 1);
-			next = e->next;
-			e->next = table[b];
-			table[b] = e;
-		}
-	free(rl->table);
-	rl->table = table;
-	rl->nbuckets = nbuckets;
-}
-
 static int64_t
 ratelimiter_exponential_when(struct ratelimiter *rl, const char *key)
 {
-	struct ratelimiter_entry **pp, *e;
+	struct ratelimiter_entry *e;
 	int64_t d;
 	int exp;
 
 	pthread_mutex_lock(&rl->lock);
-	pp = ratelimiter_find(rl, key);
-	if ((e = *pp) == NULL) {
+	if ((e = hmap_get(&rl->failing, key)) == NULL) {
 		size_t len = strlen(key);
-		e = ratelimiter_xalloc(malloc(sizeof(*e) + len + 1));
+		e = xmalloc(sizeof(*e) + len + 1);
 		memcpy(e->key, key, len + 1);
 		e->failures = 0;
-		e->next = NULL;
-		*pp = e;
-		if (++rl->nentries > rl->nbuckets)
-			ratelimiter_resize(rl, rl->nbuckets * 2);
+		hmap_put(&rl->failing, e->key, e);
 	}
 	exp = e->failures;
 	if (e->failures < INT_MAX)
@@ -296,21 +210,10 @@ ratelimiter_when(struct ratelimiter *rl, const char *key)
 void
 ratelimiter_forget(struct ratelimiter *rl, const char *key)
 {
-	struct ratelimiter_entry **pp, *e;
-
 	switch (rl->kind) {
 	case RATELIMITER_EXPONENTIAL:
 		pthread_mutex_lock(&rl->lock);
-		pp = ratelimiter_find(rl, key);
-		if ((e = *pp) != NULL) {
-			*pp = e->next;
-			free(e);
-			rl->nentries--;
-			/* give the table back too once most keys are gone */
-			if (rl->nbuckets > RATELIMITER_TABLE_MIN &&
-			    rl->nentries < rl->nbuckets / 8)
-				ratelimiter_resize(rl, rl->nbuckets / 2);
-		}
+		free(hmap_delete(&rl->failing, key));
 		pthread_mutex_unlock(&rl->lock);
 		break;
 	case RATELIMITER_BUCKET:
@@ -331,7 +234,7 @@ ratelimiter_num_requeues(struct ratelimiter *rl, const char *key)
 	switch (rl->kind) {
 	case RATELIMITER_EXPONENTIAL:
 		pthread_mutex_lock(&rl->lock);
-		if ((e = *ratelimiter_find(rl, key)) != NULL)
+		if ((e = hmap_get(&rl->failing, key)) != NULL)
 			n = e->failures;
 		pthread_mutex_unlock(&rl->lock);
 		break;
@@ -352,7 +255,7 @@ ratelimiter_len(struct ratelimiter *rl)
 	size_t n;
 
 	pthread_mutex_lock(&rl->lock);
-	n = rl->nentries;
+	n = hmap_len(&rl->failing);
 	pthread_mutex_unlock(&rl->lock);
 	for (size_t i = 0; i < rl->nchildren; i++)
 		n += ratelimiter_len(rl->children[i]);
@@ -362,16 +265,9 @@ ratelimiter_len(struct ratelimiter *rl)
 void
 ratelimiter_free(struct ratelimiter *rl)
 {
-	struct ratelimiter_entry *e, *next;
-
 	if (rl == NULL)
 		return;
-	for (size_t i = 0; rl->table && i < rl->nbuckets; i++)
-		for (e = rl->table[i]; e; e = next) {
-			next = e->next;
-			free(e);
-		}
-	free(rl->table);
+	hmap_free(&rl->failing, free);
 	for (size_t i = 0; i < rl->nchildren; i++)
 		ratelimiter_free(rl->children[i]);
 	free(rl->children);

@@ -9,18 +9,19 @@
  * has its own lock, held only for the update. Keys are copied in; a limiter
  * keeps an entry only for keys that failed and were not forgotten, so its
  * memory is bounded by the number of distinct failing keys. Out of memory
- * while counting a failure is fatal (file:line on stderr). Never logs.
+ * is fatal (xalloc). Never logs.
  *
- * This is not the API client's QPS bucket (kube_ratelimit_*): that one
- * limits requests; these limit how fast a controller retries its keys. */
+ * Not to be confused with kube/flowcontrol.h, the API client's request
+ * budget (--kube-api-qps/--kube-api-burst): that one decides when a request
+ * may go out; these decide when a controller retries a key. */
 #ifndef BOOTCCM_KUBE_RATELIMITER_H
 #define BOOTCCM_KUBE_RATELIMITER_H
 
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "err.h"
-#include "flags.h"
 
 /* client-go's DefaultControllerRateLimiter, which the upstream node
  * controllers use: 5 ms doubling to 1000 s per key, at most 10 retries a
@@ -37,29 +38,29 @@
 struct ratelimiter;
 
 /* ratelimiter_exponential_new: a key's n-th failure since it was forgotten
- * waits base_ns * 2^(n-1), capped at max_ns. Returns 0, ERR_INVALID (base_ns
- * < 1 or max_ns < base_ns) or ERR_NOMEM. */
+ * waits base_ns * 2^(n-1), capped at max_ns. Returns 0 or ERR_INVALID
+ * (base_ns < 1 or max_ns < base_ns). */
 int ratelimiter_exponential_new(int64_t base_ns, int64_t max_ns,
     struct ratelimiter **ret);
 
 /* ratelimiter_bucket_new: a token bucket over all keys, like Go's
  * rate.Limiter's Reserve: qps tokens a second, at most burst stored, starting
  * full; a try with no token waits until its own token is due. Keys are not
- * tracked: forget does nothing and num_requeues is 0. Returns 0, ERR_INVALID
- * (qps <= 0, burst < 1) or ERR_NOMEM. */
+ * tracked: forget does nothing and num_requeues is 0. Returns 0 or
+ * ERR_INVALID (qps <= 0, burst < 1). */
 int ratelimiter_bucket_new(double qps, int burst, struct ratelimiter **ret);
 
 /* ratelimiter_max_of_new: the longest wait any of the n limiters asks for
  * (each one counts the try), the highest num_requeues, and forget forwards
- * to all. Takes ownership of the n limiters, also on failure. Returns 0,
- * ERR_INVALID (n == 0 or a NULL limiter) or ERR_NOMEM. */
+ * to all. Takes ownership of the n limiters, also on failure. Returns 0 or
+ * ERR_INVALID (n == 0 or a NULL limiter). */
 int ratelimiter_max_of_new(struct ratelimiter **limiters, size_t n,
     struct ratelimiter **ret);
 
 /* ratelimiter_controller_new: max-of an exponential(base_ns, max_ns) and a
  * bucket(RATELIMITER_DEFAULT_QPS, RATELIMITER_DEFAULT_BURST); with the
  * RATELIMITER_DEFAULT_* durations it is client-go's
- * DefaultControllerRateLimiter. Returns 0, ERR_INVALID or ERR_NOMEM. */
+ * DefaultControllerRateLimiter. Returns 0 or ERR_INVALID. */
 int ratelimiter_controller_new(int64_t base_ns, int64_t max_ns,
     struct ratelimiter **ret);
 

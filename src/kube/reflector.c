@@ -9,12 +9,14 @@
 #include <string.h>
 #include <time.h>
 
+#include "backoff.h"
 #include "clock.h"
-#include "flags.h"
+#include "hmap.h"
 #include "kube/client.h"
 #include "kube/watch.h"
 #include "log.h"
 #include "metrics.h"
+#include "xalloc.h"
 
 #define REFLECTOR_LIST_TIMEOUT_MS 60000  /* one LIST page */
 #define REFLECTOR_WATCH_SLACK_S 60       /* client-side deadline past timeoutSeconds,
@@ -51,7 +53,8 @@ struct reflector {
 	char rv[KUBE_WATCH_RV_MAX];    /* written by the thread under lock */
 
 	/* the thread's own state */
-	uint64_t rng;
+	struct backoff backoff;        /* between failures; its draws also pick
+	                                  the watches' timeoutSeconds */
 	int64_t next_resync_ns;
 	struct kube_watch_lines lines;
 	struct kube_watch_list list;
@@ -65,7 +68,7 @@ struct reflector {
 	char **keep;                   /* a LIST's keys that failed to decode */
 	size_t nkeep, keep_alloc;
 	size_t unkeyed;                /* a LIST's items without a usable key */
-	uint32_t logged[REFLECTOR_LOGGED_MAX];
+	uint64_t logged[REFLECTOR_LOGGED_MAX]; /* hmap_hash of "key\nrv" */
 	size_t nlogged;
 };
 
@@ -100,16 +103,6 @@ reflector_metrics_init(void)
 	    "1 once the first complete LIST has been delivered.", "resource");
 }
 
-/* reflector_rand returns a uniform double in [0, 1) (xorshift64*). */
-static double
-reflector_rand(struct reflector *r)
-{
-	r->rng ^= r->rng >> 12;
-	r->rng ^= r->rng << 25;
-	r->rng ^= r->rng >> 27;
-	return (double)((r->rng * 2685821657736338717ULL) >> 11) / 9007199254740992.0;
-}
-
 static int
 reflector_stopping(struct reflector *r)
 {
@@ -123,20 +116,13 @@ reflector_sleep(struct reflector *r, int64_t ns)
 	return stop_sleep(&r->stop, ns);
 }
 
-/* reflector_backoff sleeps before retry number failures (1, 2, ...):
- * exponential from backoff_min, capped at backoff_max, minus up to a quarter
- * of jitter so replicas spread out. Returns 1 when stopping. */
+/* reflector_backoff sleeps before the next retry: exponential from
+ * backoff_min, capped at backoff_max, minus up to a quarter of jitter so
+ * replicas spread out (r->backoff). Returns 1 when stopping. */
 static int
-reflector_backoff(struct reflector *r, int failures)
+reflector_backoff(struct reflector *r)
 {
-	int64_t d = r->cfg.backoff_min_ns;
-
-	for (int i = 1; i < failures && d < r->cfg.backoff_max_ns; i++)
-		d *= 2;
-	if (d > r->cfg.backoff_max_ns)
-		d = r->cfg.backoff_max_ns;
-	d -= (int64_t)((double)d * 0.25 * reflector_rand(r));
-	return reflector_sleep(r, d);
+	return reflector_sleep(r, backoff_next(&r->backoff));
 }
 
 static void
@@ -163,10 +149,8 @@ static char *
 reflector_escape(const char *s)
 {
 	static const char hex[] = "0123456789ABCDEF";
-	char *out = malloc(strlen(s) * 3 + 1), *p = out;
+	char *out = xmalloc(strlen(s) * 3 + 1), *p = out;
 
-	if (out == NULL)
-		return NULL;
 	for (; *s; s++) {
 		unsigned char c = (unsigned char)*s;
 		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
@@ -218,7 +202,8 @@ reflector_bad_object(struct reflector *r, const char *key, json_object *o,
 {
 	json_object *md, *v;
 	const char *rv = "";
-	uint32_t h = 2166136261u;
+	uint64_t h;
+	char *id;
 	size_t i;
 
 	metric_add(reflector_m_errors, 1, r->cfg.resource, "object");
@@ -226,10 +211,10 @@ reflector_bad_object(struct reflector *r, const char *key, json_object *o,
 	    json_object_object_get_ex(md, "resourceVersion", &v) &&
 	    json_object_is_type(v, json_type_string))
 		rv = json_object_get_string(v);
-	for (const char *p = key; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
-	for (const char *p = rv; *p; p++)
-		h = (h ^ (unsigned char)*p) * 16777619u;
+	/* a name holds no newline: key and rv cannot run into each other */
+	id = xasprintf("%s\n%s", key, rv);
+	h = hmap_hash(id);
+	free(id);
 	for (i = 0; i < r->nlogged && i < REFLECTOR_LOGGED_MAX; i++)
 		if (r->logged[i] == h)
 			break;
@@ -286,8 +271,7 @@ reflector_resync(struct reflector *r)
 	if (now < r->next_resync_ns)
 		return;
 	r->next_resync_ns = now + r->cfg.resync_ns;
-	if (store_list(r->store, &v, &n) < 0)
-		return;  /* next time */
+	store_list(r->store, &v, &n);
 	metric_add(reflector_m_resyncs, 1, r->cfg.resource);
 	log_info(4, "Resyncing", "resource", r->cfg.resource, NULL);
 	for (size_t i = 0; i < n; i++)
@@ -312,21 +296,16 @@ reflector_list_clear(struct reflector *r)
 	r->unkeyed = 0;
 }
 
-/* reflector_grow makes room for one more pointer in *v. */
-static int
+/* reflector_grow makes room for one more element in *v. */
+static void
 reflector_grow(void *v, size_t n, size_t *alloc, size_t elem)
 {
-	void **pv = v, *nv;
-	size_t na;
+	void **pv = v;
 
 	if (n < *alloc)
-		return 0;
-	na = *alloc ? *alloc * 2 : 64;
-	if ((nv = realloc(*pv, na * elem)) == NULL)
-		return ERR_NOMEM;
-	*pv = nv;
-	*alloc = na;
-	return 0;
+		return;
+	*alloc = *alloc ? *alloc * 2 : 64;
+	*pv = xreallocarray(*pv, *alloc, elem);
 }
 
 /* reflector_on_list_item decodes one LIST item into the fresh list. */
@@ -338,44 +317,28 @@ reflector_on_list_item(const char *item, size_t len, void *arg)
 	json_object *j = NULL;
 	struct errbuf e;
 	char key[512];
-	int rc;
 
 	if (reflector_stopping(r))
 		return ERR_TIMEOUT;
-	if ((rc = kube_watch_parse(item, len, &j, &e)) < 0) {
-		if (rc == ERR_NOMEM)
-			return errbuf_set(&r->werr, rc, "out of memory");
+	if (kube_watch_parse(item, len, &j, &e) < 0) {
 		r->unkeyed++;
 		reflector_bad_object(r, "", NULL, &e);
 		return 0;
 	}
-	if ((rc = r->cfg.decode(j, &o, &e)) < 0) {
-		if (rc == ERR_NOMEM) {
-			json_object_put(j);
-			return errbuf_set(&r->werr, rc, "out of memory");
-		}
+	if (r->cfg.decode(j, &o, &e) < 0) {
 		if (reflector_json_key(r, j, key, sizeof(key)) < 0) {
 			r->unkeyed++;
 			reflector_bad_object(r, "", j, &e);
 		} else {
-			char *k = strdup(key);
-			if (k == NULL || reflector_grow(&r->keep, r->nkeep, &r->keep_alloc,
-			    sizeof(*r->keep)) < 0) {
-				free(k);
-				json_object_put(j);
-				return errbuf_set(&r->werr, ERR_NOMEM, "out of memory");
-			}
-			r->keep[r->nkeep++] = k;
+			reflector_grow(&r->keep, r->nkeep, &r->keep_alloc, sizeof(*r->keep));
+			r->keep[r->nkeep++] = xstrdup(key);
 			reflector_bad_object(r, key, j, &e);
 		}
 		json_object_put(j);
 		return 0;
 	}
 	json_object_put(j);
-	if (reflector_grow(&r->objs, r->nobjs, &r->objs_alloc, sizeof(*r->objs)) < 0) {
-		store_obj_unref(o);
-		return errbuf_set(&r->werr, ERR_NOMEM, "out of memory");
-	}
+	reflector_grow(&r->objs, r->nobjs, &r->objs_alloc, sizeof(*r->objs));
 	r->objs[r->nobjs++] = o;
 	return 0;
 }
@@ -416,17 +379,9 @@ reflector_list(struct reflector *r, int relist)
 	for (;;) {
 		free(path);
 		free(econt);
-		path = econt = NULL;
-		if (cont && (econt = reflector_escape(cont)) == NULL) {
-			rc = errbuf_set(&e, ERR_NOMEM, "out of memory");
-			goto out;
-		}
-		if (asprintf(&path, "%s?limit=%ld%s%s%s", r->cfg.path, r->cfg.page_limit,
-		    econt ? "&continue=" : "", econt ? econt : "", r->selectors) < 0) {
-			path = NULL;
-			rc = errbuf_set(&e, ERR_NOMEM, "out of memory");
-			goto out;
-		}
+		econt = cont ? reflector_escape(cont) : NULL;
+		path = xasprintf("%s?limit=%ld%s%s%s", r->cfg.path, r->cfg.page_limit,
+		    econt ? "&continue=" : "", econt ? econt : "", r->selectors);
 		kube_watch_list_reset(&r->list);
 		r->werr.msg[0] = '\0';
 		r->stop_abort = 0;
@@ -643,21 +598,17 @@ static int
 reflector_watch(struct reflector *r)
 {
 	struct errbuf e = { "" };
-	char *path = NULL, *erv = NULL, rv[KUBE_WATCH_RV_MAX], secs[16];
+	char *path, *erv, rv[KUBE_WATCH_RV_MAX], secs[16];
 	int timeout_s, rc;
 	int64_t t0;
 	long status;
 
 	reflector_resource_version(r, rv, sizeof(rv));
 	timeout_s = r->cfg.watch_timeout_min_s + (int)((double)(r->cfg.watch_timeout_max_s -
-	    r->cfg.watch_timeout_min_s) * reflector_rand(r));
-	if ((erv = reflector_escape(rv)) == NULL ||
-	    asprintf(&path, "%s?watch=true&allowWatchBookmarks=true&resourceVersion=%s"
-	    "&timeoutSeconds=%d%s", r->cfg.path, erv, timeout_s, r->selectors) < 0) {
-		free(erv);
-		log_error("Out of memory starting a watch", "resource", r->cfg.resource, NULL);
-		return REFLECTOR_W_FAILED;
-	}
+	    r->cfg.watch_timeout_min_s) * backoff_rand(&r->backoff));
+	erv = reflector_escape(rv);
+	path = xasprintf("%s?watch=true&allowWatchBookmarks=true&resourceVersion=%s"
+	    "&timeoutSeconds=%d%s", r->cfg.path, erv, timeout_s, r->selectors);
 	free(erv);
 	r->events = r->bytes = 0;
 	r->outcome = 0;
@@ -716,7 +667,7 @@ reflector_main(void *arg)
 	int need_list = 1, listed = 0, failures = 0, w;
 
 	while (!reflector_stopping(r)) {
-		if (failures && reflector_backoff(r, failures))
+		if (failures && reflector_backoff(r))
 			break;
 		if (need_list) {
 			int rc = reflector_list(r, listed);
@@ -729,6 +680,7 @@ reflector_main(void *arg)
 			}
 			need_list = 0;
 			failures = 0;
+			backoff_reset(&r->backoff);
 		}
 		reflector_resync(r);
 		w = reflector_watch(r);
@@ -736,6 +688,7 @@ reflector_main(void *arg)
 			break;
 		if (w == REFLECTOR_W_ENDED) {
 			failures = 0;
+			backoff_reset(&r->backoff);
 			continue;
 		}
 		failures++;
@@ -747,13 +700,11 @@ reflector_main(void *arg)
 
 /* Life cycle. */
 
-static int
-reflector_dup(const char *s, char **ret)
+/* reflector_dup copies s; NULL for NULL or "". */
+static char *
+reflector_dup(const char *s)
 {
-	*ret = NULL;
-	if (s == NULL || *s == '\0')
-		return 0;
-	return (*ret = strdup(s)) == NULL ? ERR_NOMEM : 0;
+	return s && *s ? xstrdup(s) : NULL;
 }
 
 int
@@ -762,7 +713,6 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 {
 	struct reflector *r;
 	char *ls = NULL, *fs = NULL;
-	int rc;
 
 	if (cfg->resource == NULL || !*cfg->resource || cfg->path == NULL ||
 	    cfg->path[0] != '/' || cfg->decode == NULL)
@@ -773,12 +723,8 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 		return errbuf_set(e, ERR_INVALID, "reflector %s: a selector longer than %d bytes",
 		    cfg->resource, REFLECTOR_SELECTOR_MAX);
 	pthread_once(&reflector_metrics_once, reflector_metrics_init);
-	if ((r = calloc(1, sizeof(*r))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	r = xcalloc(1, sizeof(*r));
 	r->cfg = *cfg;
-	/* until copied, the strings are the caller's: not ours to free */
-	r->cfg.resource = r->cfg.path = r->cfg.label_selector = NULL;
-	r->cfg.field_selector = r->cfg.user_agent = NULL;
 	r->kc = kc;
 	r->handlers[0] = cfg->handlers;
 	r->nhandlers = 1;
@@ -791,22 +737,19 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 		pthread_cond_init(&r->cond, &ca);
 		pthread_condattr_destroy(&ca);
 	}
-	if ((rc = reflector_dup(cfg->resource, (char **)&r->cfg.resource)) < 0 ||
-	    (rc = reflector_dup(cfg->path, (char **)&r->cfg.path)) < 0 ||
-	    (rc = reflector_dup(cfg->label_selector, (char **)&r->cfg.label_selector)) < 0 ||
-	    (rc = reflector_dup(cfg->field_selector, (char **)&r->cfg.field_selector)) < 0 ||
-	    (rc = reflector_dup(cfg->user_agent ? cfg->user_agent : "bootccm",
-	    (char **)&r->cfg.user_agent)) < 0)
-		goto nomem;
-	if (r->cfg.label_selector && (ls = reflector_escape(r->cfg.label_selector)) == NULL)
-		goto nomem;
-	if (r->cfg.field_selector && (fs = reflector_escape(r->cfg.field_selector)) == NULL)
-		goto nomem;
-	if (asprintf(&r->selectors, "%s%s%s%s", ls ? "&labelSelector=" : "", ls ? ls : "",
-	    fs ? "&fieldSelector=" : "", fs ? fs : "") < 0) {
-		r->selectors = NULL;
-		goto nomem;
-	}
+	r->cfg.resource = reflector_dup(cfg->resource);
+	r->cfg.path = reflector_dup(cfg->path);
+	r->cfg.label_selector = reflector_dup(cfg->label_selector);
+	r->cfg.field_selector = reflector_dup(cfg->field_selector);
+	r->cfg.user_agent = reflector_dup(cfg->user_agent ? cfg->user_agent : "bootccm");
+	if (r->cfg.label_selector)
+		ls = reflector_escape(r->cfg.label_selector);
+	if (r->cfg.field_selector)
+		fs = reflector_escape(r->cfg.field_selector);
+	r->selectors = xasprintf("%s%s%s%s", ls ? "&labelSelector=" : "", ls ? ls : "",
+	    fs ? "&fieldSelector=" : "", fs ? fs : "");
+	free(ls);
+	free(fs);
 	if (r->cfg.page_limit <= 0)
 		r->cfg.page_limit = REFLECTOR_PAGE_LIMIT;
 	if (r->cfg.backoff_min_ns <= 0)
@@ -823,24 +766,13 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 		r->cfg.watch_timeout_max_s = r->cfg.watch_timeout_min_s;
 	kube_watch_lines_init(&r->lines, r->cfg.line_max);
 	kube_watch_list_init(&r->list, r->cfg.line_max);
-	r->rng = (uint64_t)clock_mono_ns() ^ (uint64_t)(uintptr_t)r ^ 0x9e3779b97f4a7c15ULL;
-	if (r->rng == 0)
-		r->rng = 1;
-	if ((r->store = store_new()) == NULL)
-		goto nomem;
-	if (kube_client_init(&r->client, kc, r->cfg.user_agent) < 0)
-		goto nomem;
+	backoff_init(&r->backoff, r->cfg.backoff_min_ns, r->cfg.backoff_max_ns, 2.0, 0.25);
+	r->store = store_new();
+	kube_client_init(&r->client, kc, r->cfg.user_agent);
 	kube_client_set_stop(&r->client, &r->stop);
 	metric_set(reflector_m_synced, 0, r->cfg.resource);
-	free(ls);
-	free(fs);
 	*ret = r;
 	return 0;
-nomem:
-	free(ls);
-	free(fs);
-	reflector_free(r);
-	return errbuf_set(e, ERR_NOMEM, "out of memory");
 }
 
 int
@@ -867,8 +799,8 @@ reflector_start(struct reflector *r, struct errbuf *e)
 	rc = pthread_create(&r->thread, &attr, reflector_main, r);
 	pthread_attr_destroy(&attr);
 	if (rc != 0)
-		return errbuf_set(e, rc == EAGAIN ? ERR_NOMEM : ERR_INTERNAL,
-		    "reflector %s: cannot start a thread: %s", r->cfg.resource, strerror(rc));
+		return errbuf_set(e, ERR_INTERNAL, "reflector %s: cannot start a thread: %s",
+		    r->cfg.resource, strerror(rc));
 	r->started = 1;
 	return 0;
 }

@@ -75,7 +75,7 @@ struct reflector;
 
 /* reflector_new copies cfg (its strings included) and makes an empty store.
  * ERR_INVALID for a config without resource, path or decode, or an
- * oversized selector; ERR_NOMEM. */
+ * oversized selector. */
 int reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
     struct reflector **ret, struct errbuf *e);
 
@@ -87,8 +87,8 @@ int reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 int reflector_add_handlers(struct reflector *r, const struct reflector_handlers *h,
     struct errbuf *e);
 
-/* reflector_start starts the thread. Returns 0 or ERR_NOMEM / ERR_INTERNAL
- * (the thread could not be created). */
+/* reflector_start starts the thread. Returns 0 or ERR_INTERNAL (the thread
+ * could not be created). */
 int reflector_start(struct reflector *r, struct errbuf *e);
 
 /* reflector_stop asks the thread to end and waits for it: the request in

@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jsonx.h"
+
 #define KUBE_PORT_MAX 65535
 
 /* kube_service_ports reads spec.ports. */
@@ -18,10 +20,9 @@ kube_service_ports(struct store_bld *b, json_object *spec, struct kube_service *
 	int64_t v;
 	int r;
 
-	if ((r = store_json_array(spec, "spec", "ports", &a, &cnt, e)) < 0 || cnt == 0)
+	if ((r = jsonx_array(spec, "spec", "ports", 0, &a, &cnt, e)) < 0 || cnt == 0)
 		return r;
-	if ((ports = store_bld_alloc(b, cnt * sizeof(*ports))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	ports = store_bld_alloc(b, cnt * sizeof(*ports));
 	for (size_t i = 0; i < cnt; i++) {
 		json_object *p = json_object_array_get_idx(a, i), *tp;
 		struct kube_service_port *sp = &ports[i];
@@ -32,10 +33,10 @@ kube_service_ports(struct store_bld *b, json_object *spec, struct kube_service *
 		    (r = store_json_str(b, p, path, "protocol", &sp->protocol, e)) < 0 ||
 		    (r = store_json_str(b, p, path, "appProtocol", &sp->app_protocol, e)) < 0)
 			return r;
-		if ((r = store_json_int(p, path, "port", 0, KUBE_PORT_MAX, &v, e)) < 0)
+		if ((r = jsonx_int(p, path, "port", 0, KUBE_PORT_MAX, 0, &v, e)) < 0)
 			return r;
 		sp->port = (int32_t)v;
-		if ((r = store_json_int(p, path, "nodePort", 0, KUBE_PORT_MAX, &v, e)) < 0)
+		if ((r = jsonx_int(p, path, "nodePort", 0, KUBE_PORT_MAX, 0, &v, e)) < 0)
 			return r;
 		sp->node_port = (int32_t)v;
 		/* targetPort is an IntOrString */
@@ -45,7 +46,7 @@ kube_service_ports(struct store_bld *b, json_object *spec, struct kube_service *
 			    &sp->target_port_name, e)) < 0)
 				return r;
 		} else {
-			if ((r = store_json_int(p, path, "targetPort", 0, KUBE_PORT_MAX, &v, e)) < 0)
+			if ((r = jsonx_int(p, path, "targetPort", 0, KUBE_PORT_MAX, 0, &v, e)) < 0)
 				return errbuf_set(e, r, "%s.targetPort: expected a port number or name",
 				    path);
 			sp->target_port = (int32_t)v;
@@ -67,15 +68,14 @@ kube_service_ingress(struct store_bld *b, json_object *root, struct kube_service
 	size_t cnt;
 	int r;
 
-	if ((r = store_json_object(root, "", "status", &status, e)) < 0 || status == NULL)
+	if ((r = jsonx_object(root, "", "status", 0, &status, e)) < 0 || status == NULL)
 		return r;
-	if ((r = store_json_object(status, "status", "loadBalancer", &lb, e)) < 0 || lb == NULL)
+	if ((r = jsonx_object(status, "status", "loadBalancer", 0, &lb, e)) < 0 || lb == NULL)
 		return r;
-	if ((r = store_json_array(lb, "status.loadBalancer", "ingress", &a, &cnt, e)) < 0 ||
+	if ((r = jsonx_array(lb, "status.loadBalancer", "ingress", 0, &a, &cnt, e)) < 0 ||
 	    cnt == 0)
 		return r;
-	if ((ing = store_bld_alloc(b, cnt * sizeof(*ing))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	ing = store_bld_alloc(b, cnt * sizeof(*ing));
 	for (size_t i = 0; i < cnt; i++) {
 		json_object *x = json_object_array_get_idx(a, i);
 		snprintf(path, sizeof(path), "status.loadBalancer.ingress[%zu]", i);
@@ -92,22 +92,20 @@ kube_service_ingress(struct store_bld *b, json_object *root, struct kube_service
 }
 
 /* kube_service_key stores "namespace/name" as the object's key. */
-static int
+static void
 kube_service_key(struct store_bld *b, json_object *ns, json_object *nm,
-    struct kube_service *s, struct errbuf *e)
+    struct kube_service *s)
 {
 	size_t nl = (size_t)json_object_get_string_len(ns);
 	size_t ml = (size_t)json_object_get_string_len(nm);
 	char *k;
 
-	if ((k = store_bld_alloc(b, nl + ml + 2)) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	k = store_bld_alloc(b, nl + ml + 2);
 	memcpy(k, json_object_get_string(ns), nl);
 	k[nl] = '/';
 	memcpy(k + nl + 1, json_object_get_string(nm), ml);
 	k[nl + 1 + ml] = '\0';
 	s->obj.key = k;
-	return 0;
 }
 
 /* kube_service_fill reads the kept fields of the Service at src into s. It
@@ -125,7 +123,7 @@ kube_service_fill(struct store_bld *b, struct store_obj *o, const void *src,
 
 	if (!json_object_is_type(root, json_type_object))
 		return errbuf_set(e, ERR_INVALID, "service: expected a JSON object");
-	if ((r = store_json_object(root, "", "metadata", &md, e)) < 0)
+	if ((r = jsonx_object(root, "", "metadata", 0, &md, e)) < 0)
 		return errbuf_prefix(e, r, "service");
 	if (md) {
 		json_object_object_get_ex(md, "namespace", &ns);
@@ -139,20 +137,21 @@ kube_service_fill(struct store_bld *b, struct store_obj *o, const void *src,
 		return errbuf_set(e, ERR_INVALID, "service \"%.253s\" without a metadata.namespace",
 		    json_object_get_string(nm));
 	if ((r = store_json_str(b, md, "metadata", "namespace", &s->namespace, e)) < 0 ||
-	    (r = store_json_str(b, md, "metadata", "name", &s->name, e)) < 0 ||
-	    (r = kube_service_key(b, ns, nm, s, e)) < 0 ||
-	    (r = store_json_str(b, md, "metadata", "uid", &s->obj.uid, e)) < 0 ||
+	    (r = store_json_str(b, md, "metadata", "name", &s->name, e)) < 0)
+		goto fail;
+	kube_service_key(b, ns, nm, s);
+	if ((r = store_json_str(b, md, "metadata", "uid", &s->obj.uid, e)) < 0 ||
 	    (r = store_json_str(b, md, "metadata", "resourceVersion",
 	    &s->obj.resource_version, e)) < 0 ||
 	    (r = store_json_kv(b, md, "metadata", "annotations", &s->annotations,
 	    &s->nannotations, e)) < 0 ||
 	    (r = store_json_strs(b, md, "metadata", "finalizers", &s->finalizers,
 	    &s->nfinalizers, e)) < 0 ||
-	    (r = store_json_time(md, "metadata", "deletionTimestamp",
+	    (r = jsonx_time(md, "metadata", "deletionTimestamp", 0,
 	    &s->deletion_timestamp, e)) < 0)
 		goto fail;
 
-	if ((r = store_json_object(root, "", "spec", &spec, e)) < 0)
+	if ((r = jsonx_object(root, "", "spec", 0, &spec, e)) < 0)
 		goto fail;
 	if (spec) {
 		if ((r = store_json_str(b, spec, "spec", "type", &s->type, e)) < 0 ||
@@ -161,8 +160,8 @@ kube_service_fill(struct store_bld *b, struct store_obj *o, const void *src,
 		    (r = kube_service_ports(b, spec, s, e)) < 0 ||
 		    (r = store_json_str(b, spec, "spec", "externalTrafficPolicy",
 		    &s->external_traffic_policy, e)) < 0 ||
-		    (r = store_json_int(spec, "spec", "healthCheckNodePort", 0, KUBE_PORT_MAX,
-		    &v, e)) < 0)
+		    (r = jsonx_int(spec, "spec", "healthCheckNodePort", 0, KUBE_PORT_MAX,
+		    0, &v, e)) < 0)
 			goto fail;
 		s->health_check_node_port = (int32_t)v;
 		if ((r = store_json_str(b, spec, "spec", "loadBalancerIP",
@@ -173,7 +172,7 @@ kube_service_fill(struct store_bld *b, struct store_obj *o, const void *src,
 		    &s->nexternal_ips, e)) < 0 ||
 		    (r = store_json_str(b, spec, "spec", "sessionAffinity",
 		    &s->session_affinity, e)) < 0 ||
-		    (r = store_json_array(spec, "spec", "ipFamilies", &fam, &cnt, e)) < 0)
+		    (r = jsonx_array(spec, "spec", "ipFamilies", 0, &fam, &cnt, e)) < 0)
 			goto fail;
 		s->ip_families = (int)cnt;
 	}

@@ -7,7 +7,8 @@
  * store_list hand out new references that the caller drops with
  * store_obj_unref. One lock per store, held only for table operations: never
  * across I/O or a callback. One writer at a time (the reflector); any number
- * of readers. Never logs. */
+ * of readers. Out of memory, and a fill function that breaks the builder's
+ * rules, are fatal. Never logs otherwise. */
 #ifndef BOOTCCM_KUBE_STORE_H
 #define BOOTCCM_KUBE_STORE_H
 
@@ -24,7 +25,6 @@
  * start with it). Strings point into the object's own allocation. */
 struct store_obj {
 	unsigned int refs;             /* atomic; managed by store_obj_ref/unref */
-	uint32_t hash;                 /* of key */
 	size_t size;                   /* bytes of the object's one allocation */
 	const char *key;               /* "name", or "namespace/name" */
 	const char *uid;               /* "" when absent */
@@ -48,7 +48,7 @@ const char *store_kv_get(const struct store_kv *kv, size_t n, const char *key);
 
 struct store;
 
-/* store_new returns an empty store, or NULL when out of memory. */
+/* store_new returns an empty store. */
 struct store *store_new(void);
 
 /* store_free drops the store's references and frees it. NULL is fine. */
@@ -56,9 +56,9 @@ void store_free(struct store *s);
 
 /* store_put inserts o under o->key, taking over the caller's reference. The
  * object it replaces (if any) goes to *ret_old (the caller then owns that
- * reference) or is dropped when ret_old is NULL. On failure (ERR_NOMEM,
- * ERR_TOO_LARGE past STORE_OBJECTS_MAX) the store is unchanged and the
- * reference to o is dropped. */
+ * reference) or is dropped when ret_old is NULL. On failure (ERR_TOO_LARGE
+ * past STORE_OBJECTS_MAX) the store is unchanged and the reference to o is
+ * dropped. */
 int store_put(struct store *s, const struct store_obj *o,
     const struct store_obj **ret_old);
 
@@ -71,7 +71,8 @@ int store_delete(struct store *s, const char *key,
 const struct store_obj *store_get(struct store *s, const char *key);
 
 /* store_list returns a malloc'd array of new references to every object,
- * sorted by key; free it with store_list_free. ERR_NOMEM on failure. */
+ * sorted by key; free it with store_list_free. Always returns 0 (the int
+ * is kept for the callers that check it). */
 int store_list(struct store *s, const struct store_obj ***ret, size_t *ret_n);
 void store_list_free(const struct store_obj **v, size_t n);
 
@@ -93,8 +94,8 @@ typedef void (*store_change_fn)(const struct store_obj *old,
  * not be decoded: their last good version stays). When complete is 0 (some
  * listed objects could not even be keyed) nothing is deleted: never delete
  * on doubt. Takes over the references in objs (all of them, whatever
- * happens). Returns 0, or ERR_NOMEM / ERR_TOO_LARGE with the changes made so
- * far reported and kept. */
+ * happens). Returns 0, or ERR_TOO_LARGE with the changes made so far
+ * reported and kept. */
 int store_replace(struct store *s, const struct store_obj **objs, size_t n,
     const char *const *keep, size_t nkeep, int complete, store_change_fn fn,
     void *arg);
@@ -115,30 +116,21 @@ int store_obj_build(size_t size, store_fill_fn fill, const void *src,
     const struct store_obj **ret, struct errbuf *e);
 
 /* store_bld_alloc returns n zeroed bytes, 8-aligned, living as long as the
- * object; NULL when out of memory. */
+ * object. */
 void *store_bld_alloc(struct store_bld *b, size_t n);
 
-/* store_bld_str copies len bytes and a NUL; NULL when out of memory. */
+/* store_bld_str copies len bytes and a NUL. */
 const char *store_bld_str(struct store_bld *b, const char *s, size_t len);
 
-/* JSON field helpers for fill functions. Each reads parent's member field;
- * path names parent in messages ("spec.taints[2]"; "" at the top level). An
- * absent or null member is "absent" (like Go's encoding/json): *ret is set
- * to NULL / 0 / an empty array. A member of the wrong type is ERR_INVALID
- * "path.field: expected a string". Strings holding a NUL are refused. */
+/* JSON field helpers for fill functions: what a fill keeps goes through
+ * these, which read with jsonx's rules and messages (jsonx.h: absent or null
+ * is "absent", a member of the wrong type is ERR_INVALID "path.field:
+ * expected a string", strings holding a NUL are refused) and copy into the
+ * object. Fields read without being kept use the jsonx getters directly. */
+
+/* store_json_str: a string, copied; NULL when absent. */
 int store_json_str(struct store_bld *b, json_object *parent, const char *path,
     const char *field, const char **ret, struct errbuf *e);
-/* store_json_cstr: a string read in place (borrowed from the tree), not kept. */
-int store_json_cstr(json_object *parent, const char *path, const char *field,
-    const char **ret, struct errbuf *e);
-int store_json_int(json_object *parent, const char *path, const char *field,
-    int64_t min, int64_t max, int64_t *ret, struct errbuf *e);
-/* store_json_object: *ret is the member (an object) or NULL when absent. */
-int store_json_object(json_object *parent, const char *path, const char *field,
-    json_object **ret, struct errbuf *e);
-/* store_json_array: *ret is the member (an array) or NULL, *ret_n its length. */
-int store_json_array(json_object *parent, const char *path, const char *field,
-    json_object **ret, size_t *ret_n, struct errbuf *e);
 /* store_json_kv: a map of strings (labels, annotations), in the answer's order. */
 int store_json_kv(struct store_bld *b, json_object *parent, const char *path,
     const char *field, const struct store_kv **ret, size_t *ret_n,
@@ -147,14 +139,5 @@ int store_json_kv(struct store_bld *b, json_object *parent, const char *path,
 int store_json_strs(struct store_bld *b, json_object *parent, const char *path,
     const char *field, const char *const **ret, size_t *ret_n,
     struct errbuf *e);
-/* store_json_time: an RFC 3339 time (metav1.Time) as seconds since the
- * epoch; absent is 0. */
-int store_json_time(json_object *parent, const char *path, const char *field,
-    int64_t *ret, struct errbuf *e);
-
-/* store_time_parse parses RFC 3339 ("2026-11-21T08:00:00Z", with optional
- * fraction and numeric offset) into seconds since the epoch. Returns 0 or
- * ERR_INVALID. */
-int store_time_parse(const char *s, int64_t *ret);
 
 #endif

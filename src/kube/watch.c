@@ -1,43 +1,16 @@
 /* watch.c - split streamed watch and list bodies; decode watch events. */
 #include "kube/watch.h"
 
-#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "jsonx.h"
+#include "xalloc.h"
 
 int
 kube_watch_parse(const char *buf, size_t len, json_object **ret, struct errbuf *e)
 {
-	json_tokener *tok;
-	json_object *o;
-	enum json_tokener_error err;
-	size_t end;
-
-	if (len > INT_MAX)
-		return errbuf_set(e, ERR_TOO_LARGE, "JSON text of %zu bytes", len);
-	if ((tok = json_tokener_new_ex(KUBE_JSON_DEPTH)) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	o = json_tokener_parse_ex(tok, buf, (int)len);
-	err = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (o == NULL || err != json_tokener_success) {
-		json_object_put(o);
-		if (err == json_tokener_continue || err == json_tokener_success)
-			return errbuf_set(e, ERR_INVALID, "JSON text cut short");
-		return errbuf_set(e, ERR_INVALID, "not valid JSON: %s (at byte %zu)",
-		    json_tokener_error_desc(err), end);
-	}
-	for (; end < len; end++) {
-		if (buf[end] != ' ' && buf[end] != '\t' && buf[end] != '\r' && buf[end] != '\n') {
-			json_object_put(o);
-			return errbuf_set(e, ERR_INVALID, "not valid JSON: data after the value "
-			    "(at byte %zu)", end);
-		}
-	}
-	*ret = o;
-	return 0;
+	return jsonx_parse(buf, len, KUBE_JSON_DEPTH, ret, e);
 }
 
 /* Lines. */
@@ -45,40 +18,19 @@ kube_watch_parse(const char *buf, size_t len, json_object **ret, struct errbuf *
 void
 kube_watch_lines_init(struct kube_watch_lines *s, size_t max)
 {
-	memset(s, 0, sizeof(*s));
-	s->max = max;
+	dynbuf_init(&s->line, max ? max : KUBE_WATCH_LINE_MAX);
 }
 
 void
 kube_watch_lines_reset(struct kube_watch_lines *s)
 {
-	free(s->buf);
-	s->buf = NULL;
-	s->len = s->alloc = 0;
+	dynbuf_free(&s->line);
 }
 
-/* kube_watch_lines_append adds n bytes to the partial line. */
 static int
-kube_watch_lines_append(struct kube_watch_lines *s, const char *p, size_t n,
-    size_t max, struct errbuf *e)
+kube_watch_lines_too_large(struct kube_watch_lines *s, struct errbuf *e)
 {
-	if (n > max - s->len)
-		return errbuf_set(e, ERR_TOO_LARGE, "a watch event longer than %zu bytes", max);
-	if (s->len + n > s->alloc) {
-		size_t na = s->alloc ? s->alloc : 4096;
-		char *nb;
-		while (na < s->len + n)
-			na *= 2;
-		if (na > max)
-			na = max;
-		if ((nb = realloc(s->buf, na)) == NULL)
-			return errbuf_set(e, ERR_NOMEM, "out of memory");
-		s->buf = nb;
-		s->alloc = na;
-	}
-	memcpy(s->buf + s->len, p, n);
-	s->len += n;
-	return 0;
+	return errbuf_set(e, ERR_TOO_LARGE, "a watch event longer than %zu bytes", s->line.cap);
 }
 
 /* kube_watch_lines_emit hands one line (without its "\n") to fn. */
@@ -92,9 +44,9 @@ kube_watch_lines_emit(struct kube_watch_lines *s, const char *line, size_t n,
 		n--;
 	if (n)
 		r = fn(line, n, arg);
-	s->len = 0;
+	dynbuf_reset(&s->line);
 	/* one huge event must not pin its buffer for the life of the watch */
-	if (s->alloc > KUBE_WATCH_KEEP)
+	if (s->line.alloc > KUBE_WATCH_KEEP)
 		kube_watch_lines_reset(s);
 	return r;
 }
@@ -103,23 +55,26 @@ int
 kube_watch_lines_feed(struct kube_watch_lines *s, const char *data, size_t len,
     kube_watch_line_fn fn, void *arg, struct errbuf *e)
 {
-	size_t max = s->max ? s->max : KUBE_WATCH_LINE_MAX;
 	int r;
 
 	while (len > 0) {
 		const char *nl = memchr(data, '\n', len);
 		size_t n = nl ? (size_t)(nl - data) : len;
-		if (nl == NULL)
-			return kube_watch_lines_append(s, data, n, max, e);
-		if (s->len == 0) {
-			if (n > max)
-				return errbuf_set(e, ERR_TOO_LARGE,
-				    "a watch event longer than %zu bytes", max);
+		if (nl == NULL) {
+			if (dynbuf_add(&s->line, data, n) < 0)
+				return kube_watch_lines_too_large(s, e);
+			return 0;
+		}
+		if (dynbuf_len(&s->line) == 0) {
+			/* a whole line in the chunk goes out without a copy */
+			if (n > s->line.cap)
+				return kube_watch_lines_too_large(s, e);
 			r = kube_watch_lines_emit(s, data, n, fn, arg);
 		} else {
-			if ((r = kube_watch_lines_append(s, data, n, max, e)) < 0)
-				return r;
-			r = kube_watch_lines_emit(s, s->buf, s->len, fn, arg);
+			if (dynbuf_add(&s->line, data, n) < 0)
+				return kube_watch_lines_too_large(s, e);
+			r = kube_watch_lines_emit(s, dynbuf_ptr(&s->line), dynbuf_len(&s->line),
+			    fn, arg);
 		}
 		if (r < 0)
 			return r;
@@ -136,8 +91,9 @@ kube_watch_lines_finish(struct kube_watch_lines *s, kube_watch_line_fn fn,
 	int r = 0;
 
 	(void)e;
-	if (s->len)
-		r = kube_watch_lines_emit(s, s->buf, s->len, fn, arg);
+	if (dynbuf_len(&s->line))
+		r = kube_watch_lines_emit(s, dynbuf_ptr(&s->line), dynbuf_len(&s->line), fn,
+		    arg);
 	kube_watch_lines_reset(s);
 	return r;
 }
@@ -222,10 +178,9 @@ kube_watch_event_decode(const char *line, size_t len, struct kube_watch_event *r
 	if (json_object_object_get_ex(ev.object, "metadata", &md) &&
 	    json_object_is_type(md, json_type_object) &&
 	    json_object_object_get_ex(md, "resourceVersion", &v) && v != NULL) {
-		if (!json_object_is_type(v, json_type_string) ||
+		if (!json_object_is_type(v, json_type_string) || !jsonx_string_ok(v) ||
 		    json_object_get_string_len(v) == 0 ||
-		    (size_t)json_object_get_string_len(v) >= KUBE_WATCH_RV_MAX ||
-		    strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v)) {
+		    (size_t)json_object_get_string_len(v) >= KUBE_WATCH_RV_MAX) {
 			r = errbuf_set(e, ERR_INVALID, "watch event %s: bad metadata.resourceVersion",
 			    ts);
 			goto fail;
@@ -285,16 +240,16 @@ kube_watch_list_init(struct kube_watch_list *l, size_t max)
 {
 	memset(l, 0, sizeof(*l));
 	l->max = max;
+	dynbuf_init(&l->item, max ? max : KUBE_WATCH_LINE_MAX);
+	dynbuf_init(&l->meta, KUBE_LIST_META_MAX);
 }
 
 void
 kube_watch_list_reset(struct kube_watch_list *l)
 {
-	size_t max = l->max;
-
-	free(l->item);
-	free(l->meta);
-	kube_watch_list_init(l, max);
+	dynbuf_free(&l->item);
+	dynbuf_free(&l->meta);
+	kube_watch_list_init(l, l->max);
 }
 
 static int
@@ -376,37 +331,18 @@ static int
 kube_watch_list_keep(struct kube_watch_list *l, const char *p, size_t n,
     struct errbuf *e)
 {
-	char **buf = l->capture == KUBE_LC_META ? &l->meta : &l->item;
-	size_t *blen = l->capture == KUBE_LC_META ? &l->meta_len : &l->item_len;
-	size_t *balloc = l->capture == KUBE_LC_META ? &l->meta_alloc : &l->item_alloc;
-	size_t max = l->capture == KUBE_LC_META ? KUBE_LIST_META_MAX :
-	    l->max ? l->max : KUBE_WATCH_LINE_MAX;
+	struct dynbuf *b = l->capture == KUBE_LC_META ? &l->meta : &l->item;
 
 	if (l->capture == KUBE_LC_SKIP || n == 0 || l->skipping_item)
 		return 0;
-	if (n > max - *blen) {
+	if (dynbuf_add(b, p, n) < 0) {
 		if (l->capture == KUBE_LC_META)
 			return errbuf_set(e, ERR_TOO_LARGE, "list metadata longer than %zu bytes",
-			    max);
+			    b->cap);
 		/* skip the rest of this item: the caller learns of it */
 		l->skipping_item = 1;
-		l->item_len = 0;
-		return 0;
+		dynbuf_reset(&l->item);
 	}
-	if (*blen + n > *balloc) {
-		size_t na = *balloc ? *balloc : 4096;
-		char *nb;
-		while (na < *blen + n)
-			na *= 2;
-		if (na > max)
-			na = max;
-		if ((nb = realloc(*buf, na)) == NULL)
-			return errbuf_set(e, ERR_NOMEM, "out of memory");
-		*buf = nb;
-		*balloc = na;
-	}
-	memcpy(*buf + *blen, p, n);
-	*blen += n;
 	return 0;
 }
 
@@ -420,15 +356,12 @@ kube_watch_list_item(struct kube_watch_list *l, kube_watch_item_fn fn, void *arg
 		l->oversized++;
 	} else {
 		l->items++;
-		r = fn(l->item, l->item_len, arg);
+		r = fn(dynbuf_ptr(&l->item), dynbuf_len(&l->item), arg);
 	}
 	l->skipping_item = 0;
-	l->item_len = 0;
-	if (l->item_alloc > KUBE_WATCH_KEEP) {
-		free(l->item);
-		l->item = NULL;
-		l->item_alloc = 0;
-	}
+	dynbuf_reset(&l->item);
+	if (l->item.alloc > KUBE_WATCH_KEEP)
+		dynbuf_free(&l->item);
 	return r;
 }
 
@@ -513,7 +446,7 @@ kube_watch_list_feed(struct kube_watch_list *l, const char *data, size_t len,
 				if (l->seen_meta++ || c != '{')
 					goto bad;
 				l->capture = KUBE_LC_META;
-				l->meta_len = 0;
+				dynbuf_reset(&l->meta);
 				start = i;
 			}
 			if (kube_watch_scan(l, c, 1) < 0)
@@ -565,7 +498,7 @@ kube_watch_list_feed(struct kube_watch_list *l, const char *data, size_t len,
 			if (c != '{')
 				goto bad;
 			l->capture = KUBE_LC_ITEM;
-			l->item_len = 0;
+			dynbuf_reset(&l->item);
 			l->skipping_item = 0;
 			start = i;
 			kube_watch_scan(l, c, 1);
@@ -609,13 +542,12 @@ kube_watch_list_finish(struct kube_watch_list *l, char *rv, size_t rv_len,
 		    l->pos);
 	if (!l->seen_meta)
 		return errbuf_set(e, ERR_INVALID, "the list answer has no metadata");
-	if ((r = kube_watch_parse(l->meta, l->meta_len, &md, e)) < 0)
+	if ((r = kube_watch_parse(dynbuf_ptr(&l->meta), dynbuf_len(&l->meta), &md, e)) < 0)
 		return errbuf_prefix(e, r, "list metadata");
 	if (!json_object_object_get_ex(md, "resourceVersion", &v) ||
-	    !json_object_is_type(v, json_type_string) ||
+	    !json_object_is_type(v, json_type_string) || !jsonx_string_ok(v) ||
 	    json_object_get_string_len(v) == 0 ||
-	    (size_t)json_object_get_string_len(v) >= rv_len ||
-	    strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v)) {
+	    (size_t)json_object_get_string_len(v) >= rv_len) {
 		r = errbuf_set(e, ERR_INVALID, "the list answer has no valid "
 		    "metadata.resourceVersion");
 		goto out;
@@ -627,13 +559,9 @@ kube_watch_list_finish(struct kube_watch_list *l, char *rv, size_t rv_len,
 			    "not a string");
 			goto out;
 		}
-		cont = strdup(json_object_get_string(v));
+		cont = xstrdup(json_object_get_string(v));
 	} else {
-		cont = strdup("");
-	}
-	if (cont == NULL) {
-		r = errbuf_set(e, ERR_NOMEM, "out of memory");
-		goto out;
+		cont = xstrdup("");
 	}
 	memcpy(rv, s, strlen(s) + 1);
 	*ret_continue = cont;

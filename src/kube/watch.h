@@ -15,6 +15,7 @@
 
 #include <json-c/json.h>
 
+#include "dynbuf.h"
 #include "err.h"
 #include "kube/client.h"  /* KUBE_JSON_DEPTH */
 
@@ -26,27 +27,28 @@
 #define KUBE_LIST_META_MAX (64 * 1024) /* bytes: a list's metadata */
 #define KUBE_WATCH_RV_MAX 64          /* bytes: a resourceVersion, NUL included */
 
-/* kube_watch_parse parses one complete JSON value (nesting capped at
- * KUBE_JSON_DEPTH; whitespace may follow it). *ret is the caller's. */
+/* kube_watch_parse is jsonx_parse with the API machinery's nesting cap,
+ * KUBE_JSON_DEPTH: one complete JSON value, whitespace around it. *ret is
+ * the caller's. */
 int kube_watch_parse(const char *buf, size_t len, json_object **ret,
     struct errbuf *e);
 
-/* The line splitter of a watch body. Zero it before use (or use
- * kube_watch_lines_init); a zero max means KUBE_WATCH_LINE_MAX. */
+/* The line splitter of a watch body. */
 struct kube_watch_lines {
-	size_t max;          /* bytes per line, its newline excluded */
-	char *buf;           /* the partial line so far */
-	size_t len, alloc;
+	struct dynbuf line;  /* the partial line so far; its cap is the line cap
+	                        (bytes per line, the newline excluded) */
 };
 
 typedef int (*kube_watch_line_fn)(const char *line, size_t len, void *arg);
 
+/* kube_watch_lines_init readies s for lines of at most max bytes (0:
+ * KUBE_WATCH_LINE_MAX); needed before first use. */
 void kube_watch_lines_init(struct kube_watch_lines *s, size_t max);
 
 /* kube_watch_lines_feed splits data into lines ending in "\n" (a "\r" before
  * it is dropped; empty lines are skipped) and calls fn for each complete
  * one. A line longer than max is ERR_TOO_LARGE; the splitter must then be
- * reset. Returns 0, fn's negative code, ERR_TOO_LARGE or ERR_NOMEM. */
+ * reset. Returns 0, fn's negative code or ERR_TOO_LARGE. */
 int kube_watch_lines_feed(struct kube_watch_lines *s, const char *data,
     size_t len, kube_watch_line_fn fn, void *arg, struct errbuf *e);
 
@@ -55,7 +57,8 @@ int kube_watch_lines_feed(struct kube_watch_lines *s, const char *data,
 int kube_watch_lines_finish(struct kube_watch_lines *s, kube_watch_line_fn fn,
     void *arg, struct errbuf *e);
 
-/* kube_watch_lines_reset drops a partial line and frees the buffer. */
+/* kube_watch_lines_reset drops a partial line and frees the buffer (the cap
+ * is kept). */
 void kube_watch_lines_reset(struct kube_watch_lines *s);
 
 enum kube_watch_type {
@@ -107,14 +110,13 @@ struct kube_watch_list {
 	int depth;
 	char stack[KUBE_JSON_DEPTH]; /* open brackets of the value being scanned */
 	size_t pos;           /* bytes fed so far, for messages */
-	char *item;
-	size_t item_len, item_alloc;
-	char *meta;
-	size_t meta_len, meta_alloc;
+	struct dynbuf item;   /* the item being captured (cap: max) */
+	struct dynbuf meta;   /* the list's metadata (cap: KUBE_LIST_META_MAX) */
 };
 
 typedef int (*kube_watch_item_fn)(const char *item, size_t len, void *arg);
 
+/* kube_watch_list_init readies l (needed before first use). */
 void kube_watch_list_init(struct kube_watch_list *l, size_t max);
 
 /* kube_watch_list_feed scans data and calls fn for each complete item. */

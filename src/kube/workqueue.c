@@ -3,15 +3,14 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "clock.h"
+#include "hmap.h"
 #include "metrics.h"
-
-#define WQ_TABLE_MIN 64 /* hash buckets; a power of two */
+#include "xalloc.h"
 
 /* One distinct key. It exists while it is dirty (added and not yet handed
  * out), held by a worker, or waiting in the timer heap, and is freed as soon
@@ -19,7 +18,6 @@
  * key that is not held is in the FIFO; a dirty held key goes there at its
  * wq_done (that is what keeps one key from reaching two workers). */
 struct wq_item {
-	struct wq_item *hnext;          /* hash chain */
 	struct wq_item *qnext;          /* FIFO of ready keys */
 	struct wq_item *pprev, *pnext;  /* held keys, oldest first */
 	size_t heap_idx;                /* index in the timer heap while waiting */
@@ -40,8 +38,7 @@ struct wq {
 	pthread_t timer;
 	int timer_started;
 
-	struct wq_item **table;
-	size_t nbuckets, nitems;
+	struct hmap items;          /* key -> struct wq_item (borrows its key) */
 
 	struct wq_item *qhead, **qtail;
 	size_t qlen;
@@ -96,18 +93,6 @@ wq_metrics_register(void)
 	    "Total number of retries handled by workqueue", "name");
 }
 
-#define wq_xalloc(p) wq_xalloc_at((p), __FILE__, __LINE__)
-
-static void *
-wq_xalloc_at(void *p, const char *file, int line)
-{
-	if (p == NULL) {
-		fprintf(stderr, "bootccm: %s:%d: out of memory\n", file, line);
-		abort();
-	}
-	return p;
-}
-
 static double
 wq_seconds(int64_t ns)
 {
@@ -124,71 +109,26 @@ wq_check_key(const char *key)
 	return 0;
 }
 
-/* --- keys: a chained hash table ------------------------------------------ */
-
-static size_t
-wq_hash(const char *key)
-{
-	uint64_t h = 14695981039346656037ULL; /* FNV-1a */
-
-	for (const unsigned char *p = (const unsigned char *)key; *p; p++) {
-		h ^= *p;
-		h *= 1099511628211ULL;
-	}
-	return (size_t)h;
-}
-
-static struct wq_item **
-wq_slot(struct wq *q, const char *key)
-{
-	struct wq_item **pp = &q->table[wq_hash(key) & (q->nbuckets - 1)];
-
-	while (*pp && strcmp((*pp)->key, key) != 0)
-		pp = &(*pp)->hnext;
-	return pp;
-}
-
-/* wq_resize rehashes; a failed allocation keeps the old table, which stays
- * correct, only slower. */
-static void
-wq_resize(struct wq *q, size_t nbuckets)
-{
-	struct wq_item **table = calloc(nbuckets, sizeof(*table)), *it, *next;
-
-	if (table == NULL)
-		return;
-	for (size_t i = 0; i < q->nbuckets; i++)
-		for (it = q->table[i]; it; it = next) {
-			size_t b = wq_hash(it->key) & (nbuckets - 1);
-			next = it->hnext;
-			it->hnext = table[b];
-			table[b] = it;
-		}
-	free(q->table);
-	q->table = table;
-	q->nbuckets = nbuckets;
-}
+/* --- keys ----------------------------------------------------------------- */
 
 static struct wq_item *
 wq_lookup(struct wq *q, const char *key)
 {
-	return *wq_slot(q, key);
+	return hmap_get(&q->items, key);
 }
 
 static struct wq_item *
 wq_intern(struct wq *q, const char *key)
 {
-	struct wq_item **pp = wq_slot(q, key), *it;
+	struct wq_item *it;
 	size_t len;
 
-	if (*pp)
-		return *pp;
+	if ((it = hmap_get(&q->items, key)) != NULL)
+		return it;
 	len = strlen(key);
-	it = wq_xalloc(calloc(1, sizeof(*it) + len + 1));
+	it = xcalloc(1, sizeof(*it) + len + 1);
 	memcpy(it->key, key, len + 1);
-	*pp = it;
-	if (++q->nitems > q->nbuckets)
-		wq_resize(q, q->nbuckets * 2);
+	hmap_put(&q->items, it->key, it);
 	return it;
 }
 
@@ -196,16 +136,10 @@ wq_intern(struct wq *q, const char *key)
 static void
 wq_release(struct wq *q, struct wq_item *it)
 {
-	struct wq_item **pp;
-
 	if (it->dirty || it->processing || it->waiting)
 		return;
-	pp = wq_slot(q, it->key);
-	*pp = it->hnext;
+	hmap_delete(&q->items, it->key);
 	free(it);
-	q->nitems--;
-	if (q->nbuckets > WQ_TABLE_MIN && q->nitems < q->nbuckets / 8)
-		wq_resize(q, q->nbuckets / 2);
 }
 
 /* --- the timer heap: a binary min-heap on ready_ns ---------------------- */
@@ -251,7 +185,7 @@ wq_heap_push(struct wq *q, struct wq_item *it)
 {
 	if (q->heap_len == q->heap_cap) {
 		size_t cap = q->heap_cap ? q->heap_cap * 2 : 16;
-		q->heap = wq_xalloc(realloc(q->heap, cap * sizeof(*q->heap)));
+		q->heap = xreallocarray(q->heap, cap, sizeof(*q->heap));
 		q->heap_cap = cap;
 	}
 	it->heap_idx = q->heap_len;
@@ -401,42 +335,30 @@ int
 wq_new(const char *name, struct ratelimiter *rl, struct wq **ret)
 {
 	pthread_condattr_t ca;
-	struct wq *q = NULL;
+	struct wq *q;
 	size_t len = name ? strnlen(name, WQ_NAME_MAX + 1) : 0;
-	int r, attr = 0, lock = 0, cond = 0, tcond = 0;
+	int r;
 
 	if (len == 0 || len > WQ_NAME_MAX) {
-		r = ERR_INVALID;
-		goto fail;
+		ratelimiter_free(rl);
+		return ERR_INVALID;
 	}
 	if (rl == NULL && (r = ratelimiter_controller_new(RATELIMITER_DEFAULT_BASE_NS,
 	    RATELIMITER_DEFAULT_MAX_NS, &rl)) < 0)
-		goto fail;
-	r = ERR_NOMEM;
-	if ((q = calloc(1, sizeof(*q))) == NULL)
-		goto fail;
+		return r;
+	q = xcalloc(1, sizeof(*q));
 	memcpy(q->name, name, len);
 	q->rl = rl;
 	q->qtail = &q->qhead;
-	q->nbuckets = WQ_TABLE_MIN;
-	if ((q->table = calloc(q->nbuckets, sizeof(*q->table))) == NULL)
-		goto fail;
-	if (pthread_condattr_init(&ca) != 0)
-		goto fail;
-	attr = 1;
+	hmap_init(&q->items, 0);
+	pthread_mutex_init(&q->lock, NULL);
 	/* deadlines are monotonic: a wall-clock step must not fire or stall
 	 * every delayed key at once */
-	if (pthread_condattr_setclock(&ca, CLOCK_MONOTONIC) != 0)
-		goto fail;
-	if (pthread_mutex_init(&q->lock, NULL) != 0)
-		goto fail;
-	lock = 1;
-	if (pthread_cond_init(&q->cond, &ca) != 0)
-		goto fail;
-	cond = 1;
-	if (pthread_cond_init(&q->timer_cond, &ca) != 0)
-		goto fail;
-	tcond = 1;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&q->cond, &ca);
+	pthread_cond_init(&q->timer_cond, &ca);
+	pthread_condattr_destroy(&ca);
 	pthread_once(&wq_metrics_once, wq_metrics_register);
 	/* series exist from the start, so dashboards show an idle queue as 0 */
 	metric_add(wq_m_adds, 0, q->name);
@@ -444,26 +366,13 @@ wq_new(const char *name, struct ratelimiter *rl, struct wq **ret)
 	metric_set(wq_m_depth, 0, q->name);
 	metric_set(wq_m_unfinished, 0, q->name);
 	metric_set(wq_m_longest, 0, q->name);
-	if (pthread_create(&q->timer, NULL, wq_timer, q) != 0)
-		goto fail;
+	if (pthread_create(&q->timer, NULL, wq_timer, q) != 0) {
+		wq_free(q);
+		return ERR_INTERNAL;
+	}
 	q->timer_started = 1;
-	pthread_condattr_destroy(&ca);
 	*ret = q;
 	return 0;
-fail:
-	if (attr)
-		pthread_condattr_destroy(&ca);
-	if (tcond)
-		pthread_cond_destroy(&q->timer_cond);
-	if (cond)
-		pthread_cond_destroy(&q->cond);
-	if (lock)
-		pthread_mutex_destroy(&q->lock);
-	if (q)
-		free(q->table);
-	free(q);
-	ratelimiter_free(rl);
-	return r;
 }
 
 int
@@ -702,23 +611,16 @@ wq_shutting_down(struct wq *q)
 void
 wq_free(struct wq *q)
 {
-	struct wq_item *it, *next;
-
 	if (q == NULL)
 		return;
 	wq_shutdown(q);
 	if (q->timer_started)
 		pthread_join(q->timer, NULL);
-	for (size_t i = 0; i < q->nbuckets; i++)
-		for (it = q->table[i]; it; it = next) {
-			next = it->hnext;
-			free(it);
-		}
+	hmap_free(&q->items, free);
 	/* keys still held at free were never done: the gauges must not keep
 	 * reporting them forever */
 	metric_set(wq_m_unfinished, 0, q->name);
 	metric_set(wq_m_longest, 0, q->name);
-	free(q->table);
 	free(q->heap);
 	ratelimiter_free(q->rl);
 	pthread_cond_destroy(&q->timer_cond);

@@ -21,8 +21,8 @@
  * - Memory: one entry per distinct key that is queued, held or waiting, and
  *   one per key the rate limiter tracks until wq_forget.
  * - Any thread may call any function except wq_free. One lock per queue,
- *   never held across a caller's code. Out of memory is fatal (file:line on
- *   stderr). Never logs.
+ *   never held across a caller's code. Out of memory is fatal (xalloc).
+ *   Never logs.
  *
  * A controller worker, client-go style:
  *
@@ -45,8 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "err.h"
-#include "flags.h"
 #include "kube/ratelimiter.h"
 
 #define WQ_KEY_MAX 1024                       /* bytes, without the NUL */
@@ -59,7 +59,7 @@ struct wq;
  * queue per name) that retries with rl, or with client-go's default
  * controller limiter when rl is NULL, and starts its timer thread. Takes
  * ownership of rl, also on failure. Returns 0, ERR_INVALID (empty or too long
- * name) or ERR_NOMEM (which includes a thread that could not start). */
+ * name) or ERR_INTERNAL (the timer thread could not start). */
 int wq_new(const char *name, struct ratelimiter *rl, struct wq **ret);
 
 /* wq_add queues key unless it is already queued; a held key is queued again

@@ -27,6 +27,7 @@
 #include "kube/lease.h"
 #include "kubeconfig.h"
 #include "log.h"
+#include "stop.h"
 
 #define DRV_ACT_TIMEOUT_MS 300 /* one act's PUT */
 
@@ -38,9 +39,7 @@ struct drv {
 
 	pthread_t actor;
 	int actor_running;
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	int actor_stop;          /* guarded by lock */
+	struct stop actor_stop;  /* one per leadership term */
 	int terms;               /* leadership terms so far (elector thread) */
 };
 
@@ -110,9 +109,7 @@ drv_actor(void *arg)
 	if (kube_client_init(&c, &d->kc, "bootccm-drv-lease/actor") < 0)
 		return NULL;
 	snprintf(path, sizeof(path), "/api/v1/namespaces/%s/configmaps/%s", d->act_ns, d->act_cm);
-	pthread_mutex_lock(&d->lock);
-	while (!d->actor_stop) {
-		pthread_mutex_unlock(&d->lock);
+	while (!stop_requested(&d->actor_stop)) {
 		/* the fence: never act once the lease may have passed on */
 		if (lease_is_leader(d->lease)) {
 			n++;
@@ -127,17 +124,9 @@ drv_actor(void *arg)
 			skipped = 1;
 			drv_emit("act_refused", NULL);
 		}
-		pthread_mutex_lock(&d->lock);
-		if (d->actor_stop)
+		if (stop_sleep(&d->actor_stop, d->act_period_ns))
 			break;
-		struct timespec ts;
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		int64_t t = (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec + d->act_period_ns;
-		ts.tv_sec = (time_t)(t / NS_PER_S);
-		ts.tv_nsec = (long)(t % NS_PER_S);
-		pthread_cond_timedwait(&d->cond, &d->lock, &ts);
 	}
-	pthread_mutex_unlock(&d->lock);
 	kube_client_cleanup(&c);
 	return NULL;
 }
@@ -154,11 +143,11 @@ drv_started(void *arg)
 	drv_emit("started_leading", extra);
 	if (d->act_cm == NULL)
 		return;
-	pthread_mutex_lock(&d->lock);
-	d->actor_stop = 0;
-	pthread_mutex_unlock(&d->lock);
+	stop_init(&d->actor_stop);
 	if (pthread_create(&d->actor, NULL, drv_actor, d) == 0)
 		d->actor_running = 1;
+	else
+		stop_destroy(&d->actor_stop);
 }
 
 static void
@@ -169,12 +158,10 @@ drv_stopped(void *arg)
 
 	/* stop acting before returning: the elector relies on it */
 	if (d->actor_running) {
-		pthread_mutex_lock(&d->lock);
-		d->actor_stop = 1;
-		pthread_cond_broadcast(&d->cond);
-		pthread_mutex_unlock(&d->lock);
+		stop_request(&d->actor_stop);
 		pthread_join(d->actor, NULL);
 		d->actor_running = 0;
+		stop_destroy(&d->actor_stop);
 	}
 	snprintf(extra, sizeof(extra), ",\"identity\":\"%s\",\"term\":%d",
 	    lease_identity(d->lease), d->terms);
@@ -264,11 +251,6 @@ main(int argc, char **argv)
 	sigaddset(&set, SIGINT);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	pthread_mutex_init(&d.lock, NULL);
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&d.cond, &ca);
 	if (lease_new(&d.kc, &cfg, &d.lease, &e) < 0) {
 		fprintf(stderr, "drv_lease: %s\n", e.msg);
 		return 1;

@@ -1,14 +1,17 @@
 /* fuzz_lease.c - libFuzzer harness: a Lease answer from the API server
- * through lease_record_decode, and the same bytes as an RFC 3339 time through
- * lease_time_parse; whatever decodes must encode back to itself. */
+ * (jsonx_parse, as kube_request reads it) through lease_record_decode, and
+ * the same bytes as a MicroTime through rfc3339_parse_ns; whatever decodes
+ * must encode back to itself. */
 #include <json-c/json.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonx.h"
 #include "kube/client.h"
 #include "kube/lease.h"
+#include "rfc3339.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -17,9 +20,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct lease_record r, back;
 	struct errbuf e;
-	json_tokener *tok;
 	json_object *o, *lease, *spec;
-	char *s, buf[LEASE_TIME_LEN];
+	char *s, buf[RFC3339_MAX];
 	int64_t t, t2;
 
 	if (size > 65536)
@@ -29,20 +31,16 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = '\0';
-	if (lease_time_parse(s, &t) == 0 && lease_time_format(t, buf, sizeof(buf)) == 0) {
+	if (rfc3339_parse_ns(s, &t) == 0 && rfc3339_format_micro(t, buf, sizeof(buf)) == 0) {
 		/* the six-digit form parses back to the time cut to microseconds */
-		if (strlen(buf) != 27 || lease_time_parse(buf, &t2) < 0 || t2 > t ||
+		if (strlen(buf) != 27 || rfc3339_parse_ns(buf, &t2) < 0 || t2 > t ||
 		    t - t2 >= 1000)
 			abort();
 	}
 	free(s);
 
 	/* as a Lease */
-	if ((tok = json_tokener_new_ex(KUBE_JSON_DEPTH)) == NULL)
-		return 0;
-	o = json_tokener_parse_ex(tok, (const char *)data, (int)size);
-	json_tokener_free(tok);
-	if (o == NULL)
+	if (jsonx_parse((const char *)data, size, KUBE_JSON_DEPTH, &o, &e) < 0)
 		return 0;
 	memset(&e, 0, sizeof(e));
 	if (lease_record_decode(o, &r, &e) < 0) {

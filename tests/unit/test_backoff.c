@@ -63,6 +63,25 @@ TEST(jittered_draws_cover_the_range)
 	CHECK(below_mid > 1700 && below_mid < 2300);
 }
 
+TEST(rand_draws_are_uniform_in_0_1)
+{
+	struct backoff b;
+	int below_mid = 0, low = 0, high = 0;
+
+	backoff_init(&b, 1000 * MS, 1000 * MS, 2.0, 0);
+	for (int i = 0; i < 4000; i++) {
+		double u = backoff_rand(&b);
+		CHECK(u >= 0 && u < 1);
+		below_mid += u < 0.5;
+		low += u < 0.05;
+		high += u >= 0.95;
+	}
+	CHECK(below_mid > 1700 && below_mid < 2300);
+	CHECK(low > 100 && high > 100);
+	/* drawing does not advance the steps */
+	CHECK(backoff_next(&b) == 1000 * MS);
+}
+
 TEST(two_backoffs_draw_differently)
 {
 	struct backoff a, b;

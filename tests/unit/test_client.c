@@ -208,6 +208,20 @@ TEST(paths_escape_segments_and_query_values)
 	kube_request_info("PATCH", p, verb, resource);
 	CHECK_STR(resource, "services/status");
 	free(p);
+	/* a path past KUBE_PATH_MAX is a clean error */
+	char *big = malloc(KUBE_PATH_MAX + 1);
+	memset(big, 'a', KUBE_PATH_MAX);
+	big[KUBE_PATH_MAX] = '\0';
+	p = NULL;
+	CHECK(kube_path(&p, "/api/v1", NULL, "nodes", NULL, NULL, "labelSelector", big,
+	    NULL) == ERR_TOO_LARGE);
+	CHECK(p == NULL);
+	big[KUBE_PATH_MAX - 100] = '\0';
+	CHECK(kube_path(&p, "/api/v1", NULL, "nodes", NULL, NULL, "labelSelector", big,
+	    NULL) == 0);
+	CHECK(p != NULL && strlen(p) < KUBE_PATH_MAX);
+	free(p);
+	free(big);
 }
 
 /* --- Status bodies ---------------------------------------------------------- */
@@ -254,6 +268,14 @@ TEST(status_decoding)
 	const char *odd = "{\"message\":\"m\",\"details\":{\"causes\":{\"message\":\"test failed\"}}}";
 	CHECK(kube_status_decode(422, odd, strlen(odd), &e) == ERR_INVALID);
 	CHECK(kube_status_decode(422, odd, strlen(odd), NULL) == ERR_INVALID);
+	/* a body only lenient JSON takes is no Status: its code, no message */
+	const char *lenient = "{\"message\":\"m\",\"reason\":\"Conflict\",\"code\":NaN}";
+	CHECK(kube_status_decode(409, lenient, strlen(lenient), &e) == ERR_CONFLICT);
+	CHECK_STR(e.msg, "HTTP 409");
+	/* a member of the wrong type is left out */
+	const char *typed = "{\"message\":5,\"reason\":\"AlreadyExists\"}";
+	CHECK(kube_status_decode(409, typed, strlen(typed), &e) == ERR_EXISTS);
+	CHECK_STR(e.msg, "HTTP 409");
 }
 
 /* --- the retry decision table ------------------------------------------------- */
@@ -580,6 +602,28 @@ TEST(client_errors_are_not_retried)
 		CHECK(status == t[i].code);
 		CHECK(f.s.served == 1);
 		CHECK_CONTAINS(e.msg, "GET /api/v1/nodes/n: m ");
+	}
+}
+
+TEST(answers_are_strict_json)
+{
+	/* json-c alone takes these; the API server (Go) never sends them */
+	static const char *const bad[] = {
+		"{\"a\":NaN}", "{\"a\":1.}", "{'a':1}", "{\"a\":\"x\ty\"}", "{\"a\":1} x", "",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *ok = ok_reply(bad[i]);
+		const char *replies[] = { ok };
+		struct fixture f;
+		struct errbuf e = { "" };
+		json_object *o = NULL;
+		CHECK(fixture_start(&f, 1, replies) == 0);
+		int r = kube_request(&f.c, "GET", "/api/v1/nodes/n", NULL, NULL, &o, NULL, &e);
+		fixture_stop(&f);
+		free(ok);
+		CHECK(r == ERR_INVALID);
+		CHECK(o == NULL);
+		CHECK_CONTAINS(e.msg, "GET /api/v1/nodes/n: the answer is not valid JSON");
 	}
 }
 

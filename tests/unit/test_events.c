@@ -8,7 +8,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "flags.h"
+#include "clock.h"
 #include "harness.h"
 #include "kube/events.h"
 #include "kubeconfig.h"

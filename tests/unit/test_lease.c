@@ -7,9 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "flags.h"
+#include "clock.h"
 #include "harness.h"
 #include "kube/lease.h"
+#include "rfc3339.h"
 
 #define S NS_PER_S
 
@@ -17,64 +18,68 @@ static const int64_t NOV21 = 1795248000LL; /* 2026-11-21T08:00:00Z */
 
 TEST(microtime_has_exactly_six_digits)
 {
-	char b[LEASE_TIME_LEN];
+	char b[RFC3339_MAX];
 
-	CHECK(lease_time_format(NOV21 * S, b, sizeof(b)) == 0);
+	CHECK(rfc3339_format_micro(NOV21 * S, b, sizeof(b)) == 0);
 	CHECK_STR(b, "2026-11-21T08:00:00.000000Z");
-	CHECK(lease_time_format(NOV21 * S + 123456789, b, sizeof(b)) == 0);
+	CHECK(rfc3339_format_micro(NOV21 * S + 123456789, b, sizeof(b)) == 0);
 	CHECK_STR(b, "2026-11-21T08:00:00.123456Z"); /* truncated, not rounded */
-	CHECK(lease_time_format(NOV21 * S + 1000, b, sizeof(b)) == 0);
+	CHECK(rfc3339_format_micro(NOV21 * S + 1000, b, sizeof(b)) == 0);
 	CHECK_STR(b, "2026-11-21T08:00:00.000001Z");
-	CHECK(lease_time_format(0, b, sizeof(b)) == 0);
+	CHECK(rfc3339_format_micro(0, b, sizeof(b)) == 0);
 	CHECK_STR(b, "1970-01-01T00:00:00.000000Z");
-	CHECK(lease_time_format(1709251199LL * S + 999999999, b, sizeof(b)) == 0);
+	CHECK(rfc3339_format_micro(1709251199LL * S + 999999999, b, sizeof(b)) == 0);
 	CHECK_STR(b, "2024-02-29T23:59:59.999999Z");
-	CHECK(lease_time_format(-1, b, sizeof(b)) == 0); /* 1 ns before the epoch */
+	CHECK(rfc3339_format_micro(-1, b, sizeof(b)) == 0); /* 1 ns before the epoch */
 	CHECK_STR(b, "1969-12-31T23:59:59.999999Z");
-	CHECK(lease_time_format(INT64_MAX, b, sizeof(b)) == 0); /* the last representable */
+	CHECK(rfc3339_format_micro(INT64_MAX, b, sizeof(b)) == 0); /* the last representable */
 	CHECK_STR(b, "2262-04-11T23:47:16.854775Z");
-	CHECK(lease_time_format(NOV21 * S, b, 27) == ERR_INVALID); /* no room for the NUL */
+	CHECK(rfc3339_format_micro(NOV21 * S, b, 27) == ERR_INVALID); /* no room for the NUL */
 }
 
 TEST(microtime_parse)
 {
 	int64_t t;
 
-	CHECK(lease_time_parse("2026-11-21T08:00:00.000000Z", &t) == 0 && t == NOV21 * S);
-	CHECK(lease_time_parse("2026-11-21T08:00:00Z", &t) == 0 && t == NOV21 * S);
-	CHECK(lease_time_parse("2026-11-21T10:00:00.5+02:00", &t) == 0 &&
+	CHECK(rfc3339_parse_ns("2026-11-21T08:00:00.000000Z", &t) == 0 && t == NOV21 * S);
+	CHECK(rfc3339_parse_ns("2026-11-21T08:00:00Z", &t) == 0 && t == NOV21 * S);
+	CHECK(rfc3339_parse_ns("2026-11-21T10:00:00.5+02:00", &t) == 0 &&
 	    t == NOV21 * S + 500000000);
-	CHECK(lease_time_parse("2026-11-21T07:30:00.123456789-00:30", &t) == 0 &&
+	CHECK(rfc3339_parse_ns("2026-11-21T07:30:00.123456789-00:30", &t) == 0 &&
 	    t == NOV21 * S + 123456789);
-	CHECK(lease_time_parse("2024-02-29T23:59:59.999999Z", &t) == 0 &&
+	CHECK(rfc3339_parse_ns("2024-02-29T23:59:59.999999Z", &t) == 0 &&
 	    t == 1709251199LL * S + 999999000);
-	CHECK(lease_time_parse("2023-02-29T00:00:00Z", &t) == ERR_INVALID);
-	CHECK(lease_time_parse("2026-11-21 08:00:00Z", &t) == ERR_INVALID);
-	CHECK(lease_time_parse("2026-11-21T08:00:00", &t) == ERR_INVALID);
-	CHECK(lease_time_parse("2026-11-21T08:00:00.Z", &t) == ERR_INVALID);
-	CHECK(lease_time_parse("2026-13-21T08:00:00Z", &t) == ERR_INVALID);
-	CHECK(lease_time_parse("2026-11-21T24:00:00Z", &t) == ERR_INVALID);
-	CHECK(lease_time_parse("2026-11-21T08:00:00Zjunk", &t) == ERR_INVALID);
-	CHECK(lease_time_parse("", &t) == ERR_INVALID);
-	CHECK(lease_time_parse(NULL, &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns("2023-02-29T00:00:00Z", &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns("2026-11-21 08:00:00Z", &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns("2026-11-21T08:00:00", &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns("2026-11-21T08:00:00.Z", &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns("2026-13-21T08:00:00Z", &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns("2026-11-21T24:00:00Z", &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns("2026-11-21T08:00:00Zjunk", &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns("", &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns(NULL, &t) == ERR_INVALID);
+	/* Go's time.Parse(RFC3339), which the API server uses, refuses a
+	 * lowercase 't' or 'z'; the elector once took them, no more */
+	CHECK(rfc3339_parse_ns("2026-11-21t08:00:00.000000Z", &t) == ERR_INVALID);
+	CHECK(rfc3339_parse_ns("2026-11-21T08:00:00.000000z", &t) == ERR_INVALID);
 }
 
 TEST(microtime_round_trip)
 {
-	char b[LEASE_TIME_LEN];
+	char b[RFC3339_MAX];
 	int64_t t;
 
 	static const int64_t neg[] = { -1, -999, -1000, -1001, -5 * S - 7, -86400 * S };
 
 	for (size_t i = 0; i < sizeof(neg) / sizeof(neg[0]); i++) {
-		CHECK(lease_time_format(neg[i], b, sizeof(b)) == 0);
-		CHECK(lease_time_parse(b, &t) == 0);
+		CHECK(rfc3339_format_micro(neg[i], b, sizeof(b)) == 0);
+		CHECK(rfc3339_parse_ns(b, &t) == 0);
 		CHECK(t == -((-neg[i] + 999) / 1000) * 1000);
 	}
 	for (int64_t x = 0; x < 3000000000LL * S; x = x * 3 + 987654321) {
-		CHECK(lease_time_format(x, b, sizeof(b)) == 0);
+		CHECK(rfc3339_format_micro(x, b, sizeof(b)) == 0);
 		CHECK(strlen(b) == 27 && b[19] == '.' && b[26] == 'Z');
-		CHECK(lease_time_parse(b, &t) == 0);
+		CHECK(rfc3339_parse_ns(b, &t) == 0);
 		int64_t us = x >= 0 ? x / 1000 * 1000 : -((-x + 999) / 1000) * 1000;
 		CHECK(t == us);
 	}
@@ -134,6 +139,8 @@ TEST(record_decode_refuses_bad_fields)
 		"{\"spec\":{\"leaseTransitions\":9999999999}}",
 		"{\"spec\":{\"renewTime\":\"yesterday\"}}",
 		"{\"spec\":{\"acquireTime\":17}}",
+		"{\"spec\":{\"renewTime\":\"2026-11-21t08:00:00.000000Z\"}}",
+		"{\"spec\":{\"holderIdentity\":\"a\\u0000b\"}}",
 		"{\"spec\":[]}",
 		"[]",
 	};

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
+#include "jsonx.h"
 #include "kube/store.h"
 
 /* A test object: a key, a resourceVersion and a payload string. */
@@ -27,11 +28,10 @@ t_fill(struct store_bld *b, struct store_obj *o, const void *src, struct errbuf 
 	struct t_obj *t = (struct t_obj *)o;
 
 	(void)e;
-	if ((o->key = store_bld_str(b, s->key, strlen(s->key))) == NULL ||
-	    (o->resource_version = store_bld_str(b, s->rv, strlen(s->rv))) == NULL)
-		return ERR_NOMEM;
-	if (s->payload && (t->payload = store_bld_str(b, s->payload, strlen(s->payload))) == NULL)
-		return ERR_NOMEM;
+	o->key = store_bld_str(b, s->key, strlen(s->key));
+	o->resource_version = store_bld_str(b, s->rv, strlen(s->rv));
+	if (s->payload)
+		t->payload = store_bld_str(b, s->payload, strlen(s->payload));
 	return 0;
 }
 
@@ -289,11 +289,10 @@ t_fill_json(struct store_bld *b, struct store_obj *o, const void *src, struct er
 	json_object *j = (json_object *)src;
 	int r;
 
-	if ((o->key = store_bld_str(b, "k", 1)) == NULL)
-		return ERR_NOMEM;
+	o->key = store_bld_str(b, "k", 1);
 	if ((r = store_json_str(b, j, "spec", "s", &t->s, e)) < 0 ||
-	    (r = store_json_int(j, "spec", "i", 0, 65535, &t->i, e)) < 0 ||
-	    (r = store_json_time(j, "spec", "t", &t->t, e)) < 0 ||
+	    (r = jsonx_int(j, "spec", "i", 0, 65535, 0, &t->i, e)) < 0 ||
+	    (r = jsonx_time(j, "spec", "t", 0, &t->t, e)) < 0 ||
 	    (r = store_json_kv(b, j, "spec", "kv", &t->kv, &t->nkv, e)) < 0 ||
 	    (r = store_json_strs(b, j, "spec", "strs", &t->strs, &t->nstrs, e)) < 0)
 		return r;
@@ -364,26 +363,47 @@ TEST(json_helpers)
 	CHECK_STR(e.msg, "spec.strs[1]: expected a string");
 }
 
+/* t_time reads a metav1.Time the way a fill does (jsonx_time, that is
+ * rfc3339_parse); a bad one fails the build with the field's name. */
+static int
+t_time(const char *text, int64_t *ret)
+{
+	const struct t_json *t;
+	struct errbuf e = { "" };
+	char json[128];
+	int r;
+
+	snprintf(json, sizeof(json), "{\"t\":\"%s\"}", text);
+	if ((r = t_json(json, &t, &e)) < 0) {
+		if (strcmp(e.msg, "spec.t: not an RFC 3339 time") != 0)
+			return ERR_INTERNAL;
+		return r;
+	}
+	*ret = t->t;
+	store_obj_unref(&t->obj);
+	return 0;
+}
+
 TEST(time_parse)
 {
 	int64_t t;
 
-	CHECK(store_time_parse("1970-01-01T00:00:00Z", &t) == 0 && t == 0);
-	CHECK(store_time_parse("2026-11-21T08:00:00Z", &t) == 0 && t == 1795248000);
-	CHECK(store_time_parse("2026-11-21T08:00:00.123456Z", &t) == 0 && t == 1795248000);
-	CHECK(store_time_parse("2026-11-21T10:00:00+02:00", &t) == 0 && t == 1795248000);
-	CHECK(store_time_parse("2026-11-21T07:30:00-00:30", &t) == 0 && t == 1795248000);
-	CHECK(store_time_parse("2024-02-29T00:00:00Z", &t) == 0);
-	CHECK(store_time_parse("1969-12-31T23:59:59Z", &t) == 0 && t == -1);
-	CHECK(store_time_parse("2023-02-29T00:00:00Z", &t) == ERR_INVALID);
-	CHECK(store_time_parse("2026-13-01T00:00:00Z", &t) == ERR_INVALID);
-	CHECK(store_time_parse("2026-11-21T24:00:00Z", &t) == ERR_INVALID);
-	CHECK(store_time_parse("2026-11-21T08:00:60Z", &t) == ERR_INVALID);
-	CHECK(store_time_parse("2026-11-21 08:00:00Z", &t) == ERR_INVALID);
-	CHECK(store_time_parse("2026-11-21T08:00:00", &t) == ERR_INVALID);
-	CHECK(store_time_parse("2026-11-21T08:00:00Zjunk", &t) == ERR_INVALID);
-	CHECK(store_time_parse("2026-11-21T08:00:00.Z", &t) == ERR_INVALID);
-	CHECK(store_time_parse("", &t) == ERR_INVALID);
+	CHECK(t_time("1970-01-01T00:00:00Z", &t) == 0 && t == 0);
+	CHECK(t_time("2026-11-21T08:00:00Z", &t) == 0 && t == 1795248000);
+	CHECK(t_time("2026-11-21T08:00:00.123456Z", &t) == 0 && t == 1795248000);
+	CHECK(t_time("2026-11-21T10:00:00+02:00", &t) == 0 && t == 1795248000);
+	CHECK(t_time("2026-11-21T07:30:00-00:30", &t) == 0 && t == 1795248000);
+	CHECK(t_time("2024-02-29T00:00:00Z", &t) == 0);
+	CHECK(t_time("1969-12-31T23:59:59Z", &t) == 0 && t == -1);
+	CHECK(t_time("2023-02-29T00:00:00Z", &t) == ERR_INVALID);
+	CHECK(t_time("2026-13-01T00:00:00Z", &t) == ERR_INVALID);
+	CHECK(t_time("2026-11-21T24:00:00Z", &t) == ERR_INVALID);
+	CHECK(t_time("2026-11-21T08:00:60Z", &t) == ERR_INVALID);
+	CHECK(t_time("2026-11-21 08:00:00Z", &t) == ERR_INVALID);
+	CHECK(t_time("2026-11-21T08:00:00", &t) == ERR_INVALID);
+	CHECK(t_time("2026-11-21T08:00:00Zjunk", &t) == ERR_INVALID);
+	CHECK(t_time("2026-11-21T08:00:00.Z", &t) == ERR_INVALID);
+	CHECK(t_time("", &t) == ERR_INVALID);
 }
 
 TEST_MAIN()
