@@ -152,6 +152,12 @@ TEST(token_review_malformed)
 		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\",\"groups\":[1]}}}",
 		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\",\"extra\":[]}}}",
 		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\",\"extra\":{\"k\":\"v\"}}}}",
+		/* one strict parser: what Go's encoding/json refuses is refused */
+		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\"}},}",
+		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\x01\"}}}",
+		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"\xff\"}}}",
+		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\\u0000b\"}}}",
+		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\",\"uid\":01}}}",
 	};
 	struct authn_user u = { NULL, NULL };
 	struct errbuf e;
@@ -220,26 +226,6 @@ TEST(sar_decode)
 	CHECK(authn_sar_decode("{\"status\":{\"allowed\":true,}}", 28, &e) == ERR_INVALID);
 	CHECK(authn_sar_decode("{'status':{}}", 13, &e) == ERR_INVALID);
 	CHECK_CONTAINS(e.msg, "SubjectAccessReview: not valid JSON");
-}
-
-TEST(token_review_strict_json)
-{
-	static const char *const bad[] = {
-		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\"}},}",
-		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\x01\"}}}",
-		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"\xff\"}}}",
-		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\\u0000b\"}}}",
-		"{\"status\":{\"authenticated\":true,\"user\":{\"username\":\"a\",\"uid\":01}}}",
-	};
-	struct authn_user u = { NULL, NULL };
-	struct errbuf e;
-
-	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		e.msg[0] = '\0';
-		CHECK(authn_token_review_decode(bad[i], strlen(bad[i]), &u, &e) == ERR_INVALID);
-		CHECK(e.msg[0] != '\0');
-		CHECK(u.name == NULL);
-	}
 }
 
 TEST(scrub_tokens)
