@@ -32,6 +32,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "servetls.h"
+#include "stop.h"
 #include "xalloc.h"
 
 #define SERVE_BACKLOG 64           /* pending connections in the kernel */
@@ -875,10 +876,10 @@ serve_thread(void *arg)
 			timeout_ms = (int)((wait + NS_PER_MS - 1) / NS_PER_MS);
 		r = poll(pfd, (nfds_t)n, timeout_ms);
 		if (r < 0 && errno != EINTR) {
-			/* ENOMEM: the kernel may have memory again soon */
-			struct timespec pause = { 0, SERVE_ACCEPT_PAUSE_MS * NS_PER_MS };
+			/* ENOMEM: the kernel may have memory again soon (a stop
+			 * comes through the wake pipe: a plain sleep) */
 			log_warn("poll failed", "err", strerror(errno), NULL);
-			nanosleep(&pause, NULL);
+			stop_sleep(NULL, SERVE_ACCEPT_PAUSE_MS * NS_PER_MS);
 			continue;
 		}
 		if (r > 0 && pfd[0].revents)
