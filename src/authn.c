@@ -225,6 +225,16 @@ authn_wipe_token(json_object *o)
 		    (size_t)json_object_get_string_len(tok));
 }
 
+/* authn_skip_ws returns the first position from p that is not JSON
+ * whitespace. */
+static size_t
+authn_skip_ws(const char *s, size_t p, size_t len)
+{
+	while (p < len && (s[p] == ' ' || s[p] == '\t' || s[p] == '\r' || s[p] == '\n'))
+		p++;
+	return p;
+}
+
 void
 authn_scrub_tokens(char *body, size_t len)
 {
@@ -233,19 +243,14 @@ authn_scrub_tokens(char *body, size_t len)
 
 	for (size_t i = 0; i + klen <= len; i++) {
 		size_t p;
+		/* a key: its opening quote is not escaped (in valid JSON a quote
+		 * inside a string always is) */
 		if (memcmp(body + i, key, klen) != 0 || (i > 0 && body[i - 1] == '\\'))
 			continue;
-		/* a key: the quote before it is not escaped (in valid JSON a
-		 * quote inside a string always is) */
-		p = i + klen;
-		while (p < len && (body[p] == ' ' || body[p] == '\t' || body[p] == '\r' ||
-		    body[p] == '\n'))
-			p++;
-		if (p >= len || body[p++] != ':')
+		p = authn_skip_ws(body, i + klen, len);
+		if (p >= len || body[p] != ':')
 			continue;
-		while (p < len && (body[p] == ' ' || body[p] == '\t' || body[p] == '\r' ||
-		    body[p] == '\n'))
-			p++;
+		p = authn_skip_ws(body, p + 1, len);
 		if (p >= len || body[p++] != '"')
 			continue;
 		/* the value's bytes up to its closing quote become 'x': still a
