@@ -15,6 +15,8 @@
 
 #include "clock.h"
 #include "http.h"
+#include "jsonx.h"
+#include "xalloc.h"
 
 #define AUTHN_JSON_DEPTH 32  /* nesting levels accepted in a review's answer */
 
@@ -25,7 +27,6 @@ int
 authn_init(struct authn *a, struct kubeconfig *kc, struct errbuf *e)
 {
 	size_t got = 0;
-	int r;
 
 	memset(a, 0, sizeof(*a));
 	while (got < sizeof(a->salt)) {
@@ -36,8 +37,7 @@ authn_init(struct authn *a, struct kubeconfig *kc, struct errbuf *e)
 			return errbuf_set(e, ERR_IO, "getrandom: %s", strerror(errno));
 		got += (size_t)n;
 	}
-	if ((r = kube_client_init(&a->client, kc, "bootccm/serve")) < 0)
-		return errbuf_set(e, r, "out of memory");
+	kube_client_init(&a->client, kc, "bootccm/serve");
 	return 0;
 }
 
@@ -83,7 +83,6 @@ authn_cache_get(struct authn_cache *c, const unsigned char *key, int64_t now_ns,
     int *ret_result, char **ret_value)
 {
 	struct authn_cache_entry *ent = authn_cache_find(c, key);
-	char *copy = NULL;
 
 	if (ent == NULL)
 		return 0;
@@ -91,23 +90,19 @@ authn_cache_get(struct authn_cache *c, const unsigned char *key, int64_t now_ns,
 		authn_cache_remove(c, ent);
 		return 0;
 	}
-	if (ret_value && ent->value && (copy = strdup(ent->value)) == NULL)
-		return ERR_NOMEM;
 	if (ret_value)
-		*ret_value = copy;
+		*ret_value = ent->value ? xstrdup(ent->value) : NULL;
 	*ret_result = ent->result;
 	return 1;
 }
 
-int
+void
 authn_cache_put(struct authn_cache *c, const unsigned char *key, int result,
     const char *value, int64_t expires_ns, int64_t now_ns)
 {
 	struct authn_cache_entry *ent;
-	char *copy = NULL;
+	char *copy = value ? xstrdup(value) : NULL;
 
-	if (value && (copy = strdup(value)) == NULL)
-		return ERR_NOMEM;
 	if ((ent = authn_cache_find(c, key)) != NULL) {
 		free(ent->value);
 	} else {
@@ -133,7 +128,6 @@ authn_cache_put(struct authn_cache *c, const unsigned char *key, int result,
 	ent->expires_ns = expires_ns;
 	ent->result = result;
 	ent->value = copy;
-	return 0;
 }
 
 void
@@ -155,8 +149,9 @@ authn_key(const struct authn *a, char kind, const char *data, size_t len,
 	unsigned char *buf;
 	int r;
 
-	if (len > UINT32_MAX - sizeof(a->salt) - 1 || (buf = malloc(n)) == NULL)
-		return ERR_NOMEM;
+	if (len > UINT32_MAX - sizeof(a->salt) - 1)
+		return ERR_TOO_LARGE;
+	buf = xmalloc(n);
 	memcpy(buf, a->salt, sizeof(a->salt));
 	buf[sizeof(a->salt)] = (unsigned char)kind;
 	memcpy(buf + sizeof(a->salt) + 1, data, len);
@@ -170,34 +165,37 @@ authn_key(const struct authn *a, char kind, const char *data, size_t len,
 
 /* --- JSON ------------------------------------------------------------------- */
 
-static json_object *
-authn_parse(const char *body, size_t len)
+/* authn_parse parses a review's answer (or a user's info) as one JSON object
+ * with jsonx_parse; what names the document in messages. */
+static int
+authn_parse(const char *what, const char *body, size_t len, json_object **ret,
+    struct errbuf *e)
 {
-	json_tokener *tok;
 	json_object *o;
+	int r;
 
-	if (body == NULL || len == 0 || len > AUTHN_ANSWER_MAX)
-		return NULL;
-	if ((tok = json_tokener_new_ex(AUTHN_JSON_DEPTH)) == NULL)
-		return NULL;
-	o = json_tokener_parse_ex(tok, body, (int)len);
-	if (o && (json_tokener_get_error(tok) != json_tokener_success ||
-	    json_tokener_get_parse_end(tok) != len ||
-	    !json_object_is_type(o, json_type_object))) {
+	if (len > AUTHN_ANSWER_MAX)
+		return errbuf_set(e, ERR_TOO_LARGE, "%s: the answer exceeds %d bytes", what,
+		    AUTHN_ANSWER_MAX);
+	if ((r = jsonx_parse(body ? body : "", body ? len : 0, AUTHN_JSON_DEPTH, &o, e)) < 0)
+		return errbuf_prefix(e, r, "%s", what);
+	if (!json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
-		o = NULL;
+		return errbuf_set(e, ERR_INVALID, "%s: the answer is not a JSON object", what);
 	}
-	json_tokener_free(tok);
-	return o;
+	*ret = o;
+	return 0;
 }
 
+/* authn_get returns o's member key when it is of type, else NULL: the
+ * members whose absence or wrong type only mean "no" (authenticated,
+ * allowed) or "nothing to say" (error, reason, uid). */
 static json_object *
 authn_get(json_object *o, const char *key, json_type type)
 {
-	json_object *v;
+	json_object *v = NULL;
 
-	if (o == NULL || !json_object_object_get_ex(o, key, &v) || v == NULL ||
-	    !json_object_is_type(v, type))
+	if (o == NULL || jsonx_get(o, "", key, type, 0, &v, NULL) < 0)
 		return NULL;
 	return v;
 }
@@ -206,9 +204,11 @@ authn_get(json_object *o, const char *key, json_type type)
 static int
 authn_string_array(json_object *v)
 {
-	for (size_t i = 0; i < json_object_array_length(v); i++)
-		if (!json_object_is_type(json_object_array_get_idx(v, i), json_type_string))
+	for (size_t i = 0; i < json_object_array_length(v); i++) {
+		json_object *s = json_object_array_get_idx(v, i);
+		if (!json_object_is_type(s, json_type_string) || !jsonx_string_ok(s))
 			return 0;
+	}
 	return 1;
 }
 
@@ -225,21 +225,59 @@ authn_wipe_token(json_object *o)
 		    (size_t)json_object_get_string_len(tok));
 }
 
+/* authn_skip_ws returns the first position from p that is not JSON
+ * whitespace. */
+static size_t
+authn_skip_ws(const char *s, size_t p, size_t len)
+{
+	while (p < len && (s[p] == ' ' || s[p] == '\t' || s[p] == '\r' || s[p] == '\n'))
+		p++;
+	return p;
+}
+
+void
+authn_scrub_tokens(char *body, size_t len)
+{
+	static const char key[] = "\"token\"";
+	const size_t klen = sizeof(key) - 1;
+
+	for (size_t i = 0; i + klen <= len; i++) {
+		size_t p;
+		/* a key: its opening quote is not escaped (in valid JSON a quote
+		 * inside a string always is) */
+		if (memcmp(body + i, key, klen) != 0 || (i > 0 && body[i - 1] == '\\'))
+			continue;
+		p = authn_skip_ws(body, i + klen, len);
+		if (p >= len || body[p] != ':')
+			continue;
+		p = authn_skip_ws(body, p + 1, len);
+		if (p >= len || body[p++] != '"')
+			continue;
+		/* the value's bytes up to its closing quote become 'x': still a
+		 * valid JSON string, of the same length, holding nothing */
+		for (; p < len && body[p] != '"'; p++) {
+			if (body[p] == '\\' && p + 1 < len)
+				body[p++] = 'x';
+			body[p] = 'x';
+		}
+		i = p;
+	}
+}
+
 /* authn_user_from_info fills u from a user's info (JSON). */
 static int
-authn_user_from_info(const char *info, struct authn_user *u)
+authn_user_from_info(const char *info, struct authn_user *u, struct errbuf *e)
 {
-	json_object *o = authn_parse(info, strlen(info)), *name;
-	int r = ERR_INVALID;
+	json_object *o, *name;
+	int r;
 
-	if ((name = authn_get(o, "username", json_type_string)) != NULL) {
-		u->name = strdup(json_object_get_string(name));
-		u->info = strdup(info);
-		r = 0;
-		if (u->name == NULL || u->info == NULL) {
-			authn_user_free(u);
-			r = ERR_NOMEM;
-		}
+	if ((r = authn_parse("user information", info, strlen(info), &o, e)) < 0)
+		return r;
+	if ((name = authn_get(o, "username", json_type_string)) == NULL) {
+		r = errbuf_set(e, ERR_INVALID, "user information has no username");
+	} else {
+		u->name = xstrdup(json_object_get_string(name));
+		u->info = xstrdup(info);
 	}
 	json_object_put(o);
 	return r;
@@ -249,76 +287,77 @@ int
 authn_token_review_decode(const char *body, size_t len, struct authn_user *ret,
     struct errbuf *e)
 {
-	json_object *o = authn_parse(body, len), *st, *user, *v, *info = NULL;
+	json_object *o, *st, *user, *v, *info = NULL;
 	struct authn_user u = { NULL, NULL };
 	const char *s;
-	int r;
+	size_t n;
+	int r, yes;
 
-	if (o == NULL)
-		return errbuf_set(e, ERR_INVALID, "TokenReview: the answer is not a JSON object");
+	if ((r = authn_parse("TokenReview", body, len, &o, e)) < 0)
+		return r;
 	authn_wipe_token(o);
-	if ((st = authn_get(o, "status", json_type_object)) == NULL) {
-		r = errbuf_set(e, ERR_INVALID, "TokenReview: the answer has no status");
+	if ((r = jsonx_object(o, "", "status", JSONX_REQUIRED, &st, e)) < 0) {
+		errbuf_prefix(e, r, "TokenReview");
 		goto out;
 	}
-	if ((v = authn_get(st, "authenticated", json_type_boolean)) == NULL ||
-	    !json_object_get_boolean(v)) {
+	yes = (v = authn_get(st, "authenticated", json_type_boolean)) != NULL &&
+	    json_object_get_boolean(v);
+	if (!yes) {
 		v = authn_get(st, "error", json_type_string);
 		r = errbuf_set(e, 0, "%s", v ? json_object_get_string(v) : "");
 		goto out;
 	}
-	user = authn_get(st, "user", json_type_object);
-	v = authn_get(user, "username", json_type_string);
-	if (v == NULL || json_object_get_string_len(v) == 0) {
+	if ((r = jsonx_object(st, "status", "user", JSONX_REQUIRED, &user, e)) < 0 ||
+	    (r = jsonx_str(user, "status.user", "username", JSONX_REQUIRED, &s, &n, e)) < 0) {
+		errbuf_prefix(e, r, "TokenReview: authenticated, but");
+		goto out;
+	}
+	if (n == 0) {
 		r = errbuf_set(e, ERR_INVALID,
-		    "TokenReview: authenticated, but status.user.username is missing");
+		    "TokenReview: authenticated, but status.user.username is empty");
 		goto out;
 	}
 	/* keep only what a SubjectAccessReview carries, type-checked */
-	if ((info = json_object_new_object()) == NULL) {
-		r = ERR_NOMEM;
-		goto out;
-	}
-	json_object_object_add(info, "username", json_object_get(v));
+	info = xcheck(json_object_new_object());
+	json_object_object_add(info, "username",
+	    json_object_get(authn_get(user, "username", json_type_string)));
 	if ((v = authn_get(user, "uid", json_type_string)) != NULL)
 		json_object_object_add(info, "uid", json_object_get(v));
-	if (json_object_object_get_ex(user, "groups", &v) && v) {
-		if (!json_object_is_type(v, json_type_array) || !authn_string_array(v)) {
-			r = errbuf_set(e, ERR_INVALID,
-			    "TokenReview: status.user.groups is not a list of strings");
-			goto out;
-		}
-		json_object_object_add(info, "groups", json_object_get(v));
+	if (jsonx_array(user, "status.user", "groups", 0, &v, &n, NULL) < 0 ||
+	    (v && !authn_string_array(v))) {
+		r = errbuf_set(e, ERR_INVALID,
+		    "TokenReview: status.user.groups is not a list of strings");
+		goto out;
 	}
-	if (json_object_object_get_ex(user, "extra", &v) && v) {
-		int ok = json_object_is_type(v, json_type_object);
-		if (ok) {
-			json_object_object_foreach(v, key, val) {
-				(void)key;
-				if (val && (!json_object_is_type(val, json_type_array) ||
-				    !authn_string_array(val)))
-					ok = 0;
+	if (v)
+		json_object_object_add(info, "groups", json_object_get(v));
+	if (jsonx_object(user, "status.user", "extra", 0, &v, NULL) < 0) {
+		r = errbuf_set(e, ERR_INVALID,
+		    "TokenReview: status.user.extra is not a map of string lists");
+		goto out;
+	}
+	if (v) {
+		json_object_object_foreach(v, key, val) {
+			(void)key;
+			if (val && (!json_object_is_type(val, json_type_array) ||
+			    !authn_string_array(val))) {
+				r = errbuf_set(e, ERR_INVALID,
+				    "TokenReview: status.user.extra is not a map of string lists");
+				goto out;
 			}
-		}
-		if (!ok) {
-			r = errbuf_set(e, ERR_INVALID,
-			    "TokenReview: status.user.extra is not a map of string lists");
-			goto out;
 		}
 		json_object_object_add(info, "extra", json_object_get(v));
 	}
 	s = json_object_to_json_string_ext(info,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (s == NULL) {
-		r = ERR_NOMEM;
-		goto out;
-	}
+	if (s == NULL)
+		xalloc_fatal(__FILE__, __LINE__);
 	if (strlen(s) > AUTHN_USER_MAX) {
 		r = errbuf_set(e, ERR_TOO_LARGE,
 		    "TokenReview: the user's information exceeds %d bytes", AUTHN_USER_MAX);
 		goto out;
 	}
-	if ((r = authn_user_from_info(s, &u)) < 0)
+	if ((r = authn_user_from_info(s, &u, e)) < 0)
 		goto out;
 	*ret = u;
 	r = 1;
@@ -331,14 +370,13 @@ out:
 int
 authn_sar_decode(const char *body, size_t len, struct errbuf *e)
 {
-	json_object *o = authn_parse(body, len), *st, *v;
+	json_object *o, *st, *v;
 	int r;
 
-	if (o == NULL)
-		return errbuf_set(e, ERR_INVALID,
-		    "SubjectAccessReview: the answer is not a JSON object");
-	if ((st = authn_get(o, "status", json_type_object)) == NULL) {
-		r = errbuf_set(e, ERR_INVALID, "SubjectAccessReview: the answer has no status");
+	if ((r = authn_parse("SubjectAccessReview", body, len, &o, e)) < 0)
+		return r;
+	if ((r = jsonx_object(o, "", "status", JSONX_REQUIRED, &st, e)) < 0) {
+		errbuf_prefix(e, r, "SubjectAccessReview");
 	} else if ((v = authn_get(st, "allowed", json_type_boolean)) != NULL &&
 	    json_object_get_boolean(v)) {
 		r = 1;
@@ -354,28 +392,25 @@ int
 authn_sar_body(const struct authn_user *u, const char *verb, const char *path,
     char **ret, struct errbuf *e)
 {
-	json_object *info = authn_parse(u->info, u->info ? strlen(u->info) : 0);
-	json_object *top = NULL, *spec, *nra, *v;
+	json_object *info = NULL, *top = NULL, *spec, *nra, *v;
 	const char *s;
-	char *copy;
-	int r = ERR_NOMEM;
 
-	if (info == NULL || authn_get(info, "username", json_type_string) == NULL) {
-		r = errbuf_set(e, ERR_INVALID, "user information is not valid");
-		goto out;
+	if (u->info == NULL ||
+	    authn_parse("user information", u->info, strlen(u->info), &info, NULL) < 0 ||
+	    authn_get(info, "username", json_type_string) == NULL) {
+		json_object_put(info);
+		return errbuf_set(e, ERR_INVALID, "user information is not valid");
 	}
-	if ((top = json_object_new_object()) == NULL ||
-	    (spec = json_object_new_object()) == NULL)
-		goto out;
+	top = xcheck(json_object_new_object());
+	spec = xcheck(json_object_new_object());
+	nra = xcheck(json_object_new_object());
 	json_object_object_add(top, "apiVersion",
-	    json_object_new_string("authorization.k8s.io/v1"));
-	json_object_object_add(top, "kind", json_object_new_string("SubjectAccessReview"));
+	    xcheck(json_object_new_string("authorization.k8s.io/v1")));
+	json_object_object_add(top, "kind", xcheck(json_object_new_string("SubjectAccessReview")));
 	json_object_object_add(top, "spec", spec);
-	if ((nra = json_object_new_object()) == NULL)
-		goto out;
 	json_object_object_add(spec, "nonResourceAttributes", nra);
-	json_object_object_add(nra, "path", json_object_new_string(path));
-	json_object_object_add(nra, "verb", json_object_new_string(verb));
+	json_object_object_add(nra, "path", xcheck(json_object_new_string(path)));
+	json_object_object_add(nra, "verb", xcheck(json_object_new_string(verb)));
 	json_object_object_add(spec, "user",
 	    json_object_get(authn_get(info, "username", json_type_string)));
 	if ((v = authn_get(info, "groups", json_type_array)) != NULL)
@@ -387,14 +422,12 @@ authn_sar_body(const struct authn_user *u, const char *verb, const char *path,
 		json_object_object_add(spec, "extra", json_object_get(v));
 	s = json_object_to_json_string_ext(top,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
-	if (s == NULL || (copy = strdup(s)) == NULL)
-		goto out;
-	*ret = copy;
-	r = 0;
-out:
+	if (s == NULL)
+		xalloc_fatal(__FILE__, __LINE__);
+	*ret = xstrdup(s);
 	json_object_put(top);
 	json_object_put(info);
-	return r;
+	return 0;
 }
 
 /* --- requests --------------------------------------------------------------- */
@@ -430,8 +463,7 @@ authn_post(struct authn *a, const char *path, const char *body, int64_t now_ns,
 		return errbuf_set(e, ERR_TRANSIENT, "POST %s: not sent: the API server did "
 		    "not answer a review less than %lld s ago", path,
 		    (long long)(AUTHN_PAUSE_NS / NS_PER_S));
-	if (asprintf(&url, "%s%s", c->kc->server, path) < 0)
-		return ERR_NOMEM;
+	url = xasprintf("%s%s", c->kc->server, path);
 	req.url = url;
 	if (strncmp(url, "https://", 8) == 0)
 		req.tls = &c->tls;
@@ -444,6 +476,10 @@ authn_post(struct authn *a, const char *path, const char *body, int64_t now_ns,
 		errbuf_prefix(e, r, "POST %s", path);
 		goto out;
 	}
+	/* a TokenReview's answer echoes the token: gone before anything parses
+	 * the answer, so no parser's buffer ever holds a copy */
+	if (resp.body)
+		authn_scrub_tokens(resp.body, resp.body_len);
 	if (resp.status < 200 || resp.status > 299) {
 		r = kube_status_decode(resp.status, resp.body, resp.body_len, e);
 		errbuf_prefix(e, r, "POST %s", path);
@@ -477,8 +513,7 @@ authn_review_body(const char *token, char **ret, size_t *ret_len)
 	for (size_t i = 0; i < tlen; i++)
 		if ((unsigned char)token[i] < 0x20 || token[i] == 0x7f)
 			return ERR_INVALID;
-	if ((b = malloc(cap)) == NULL)
-		return ERR_NOMEM;
+	b = xmalloc(cap);
 	memcpy(b, head, sizeof(head) - 1);
 	off = sizeof(head) - 1;
 	for (size_t i = 0; i < tlen; i++) {
@@ -505,11 +540,9 @@ authn_authenticate(struct authn *a, const char *token, int64_t now_ns,
 
 	if ((r = authn_key(a, 't', token, strlen(token), key)) < 0)
 		return errbuf_set(e, r, "cannot hash the token");
-	if ((r = authn_cache_get(&a->tokens, key, now_ns, &result, &value)) < 0)
-		return r;
-	if (r == 1) {
+	if (authn_cache_get(&a->tokens, key, now_ns, &result, &value) == 1) {
 		if (result == 1) {
-			r = value ? authn_user_from_info(value, &u) : ERR_INTERNAL;
+			r = value ? authn_user_from_info(value, &u, e) : ERR_INTERNAL;
 			if (r == 0) {
 				*ret = u;
 				r = 1;
@@ -535,8 +568,7 @@ authn_authenticate(struct authn *a, const char *token, int64_t now_ns,
 	http_response_free(&resp);
 	if (r < 0)
 		return r;
-	/* a failure to cache only costs a review next time */
-	(void)authn_cache_put(&a->tokens, key, r, r == 1 ? u.info : e->msg,
+	authn_cache_put(&a->tokens, key, r, r == 1 ? u.info : e->msg,
 	    now_ns + AUTHN_TTL_NS, now_ns);
 	if (r == 1)
 		*ret = u;
@@ -560,9 +592,7 @@ authn_authorize(struct authn *a, const struct authn_user *u, const char *verb,
 		r = errbuf_set(e, r, "cannot hash the review");
 		goto out;
 	}
-	if ((r = authn_cache_get(&a->decisions, key, now_ns, &result, &value)) < 0)
-		goto out;
-	if (r == 1) {
+	if (authn_cache_get(&a->decisions, key, now_ns, &result, &value) == 1) {
 		r = result == 1 ? 1 : errbuf_set(e, 0, "%s", value ? value : "");
 		goto out;
 	}
@@ -572,7 +602,7 @@ authn_authorize(struct authn *a, const struct authn_user *u, const char *verb,
 	http_response_free(&resp);
 	if (r < 0)
 		goto out;
-	(void)authn_cache_put(&a->decisions, key, r, r == 1 ? NULL : e->msg,
+	authn_cache_put(&a->decisions, key, r, r == 1 ? NULL : e->msg,
 	    now_ns + (r == 1 ? AUTHZ_ALLOW_TTL_NS : AUTHZ_DENY_TTL_NS), now_ns);
 out:
 	free(value);

@@ -6,8 +6,10 @@
  *
  * Contract: one struct authn per thread (it owns a kube client and its
  * caches; no locking). The kubeconfig is borrowed and must outlive it. Never
- * logs. Tokens never appear in messages, and the caches hold a salted SHA-256
- * of each token, never the token; buffers that held a token are wiped.
+ * logs; out of memory is fatal (xalloc). Answers are parsed with jsonx_parse.
+ * Tokens never appear in messages, and the caches hold a salted SHA-256 of
+ * each token, never the token; buffers that held a token are wiped, and the
+ * token a TokenReview's answer echoes is scrubbed before it is parsed.
  * Functions return 1 for "yes", 0 for a definite "no" from the API server
  * (its reason in e), or a negative ERR_* code when no answer could be had
  * (unreachable, refused, malformed): the caller must not treat that as a
@@ -18,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "clock.h"
 #include "err.h"
-#include "flags.h"
 #include "kube/client.h"
 #include "kubeconfig.h"
 
@@ -61,8 +63,8 @@ struct authn {
 	int64_t paused_until_ns;   /* CLOCK_MONOTONIC; see authn_authenticate */
 };
 
-/* authn_init prepares a for the API server kc names. Returns 0, ERR_NOMEM, or
- * ERR_IO when no random salt can be had. */
+/* authn_init prepares a for the API server kc names. Returns 0, or ERR_IO
+ * when no random salt can be had. */
 int authn_init(struct authn *a, struct kubeconfig *kc, struct errbuf *e);
 void authn_cleanup(struct authn *a);
 
@@ -87,22 +89,26 @@ void authn_user_free(struct authn_user *u);
 /* The pieces below are exposed for unit tests and fuzzing. */
 
 /* authn_cache_get looks key up: 1 with *ret_result and a malloc'd copy of the
- * value in *ret_value (may be NULL to skip), 0 when absent or expired, or
- * ERR_NOMEM. */
+ * value in *ret_value (may be NULL to skip), or 0 when absent or expired. */
 int authn_cache_get(struct authn_cache *c, const unsigned char *key, int64_t now_ns,
     int *ret_result, char **ret_value);
 
 /* authn_cache_put stores a copy of value (may be NULL) until expires_ns,
  * replacing an entry with the same key. When the cache is full, expired
- * entries go first, then the one that would expire soonest. Returns 0 or
- * ERR_NOMEM (the cache is left as it was). */
-int authn_cache_put(struct authn_cache *c, const unsigned char *key, int result,
+ * entries go first, then the one that would expire soonest. */
+void authn_cache_put(struct authn_cache *c, const unsigned char *key, int result,
     const char *value, int64_t expires_ns, int64_t now_ns);
 
 void authn_cache_clear(struct authn_cache *c);
 
+/* authn_scrub_tokens overwrites with 'x' the string value of every "token"
+ * member of the JSON text body (a TokenReview echoes its spec.token), in
+ * place and at the same length, so the text stays the same JSON otherwise. */
+void authn_scrub_tokens(char *body, size_t len);
+
 /* authn_token_review_decode reads a TokenReview answer: 1 with the user, 0
- * with status.error in e, ERR_INVALID for a malformed answer. */
+ * with status.error in e, ERR_INVALID for a malformed answer (ERR_TOO_LARGE
+ * past AUTHN_ANSWER_MAX bytes, or a user's information past AUTHN_USER_MAX). */
 int authn_token_review_decode(const char *body, size_t len, struct authn_user *ret,
     struct errbuf *e);
 
@@ -111,8 +117,7 @@ int authn_token_review_decode(const char *body, size_t len, struct authn_user *r
 int authn_sar_decode(const char *body, size_t len, struct errbuf *e);
 
 /* authn_sar_body builds the SubjectAccessReview request for u, verb and path
- * into a malloc'd string. Returns 0, ERR_INVALID (bad user info) or
- * ERR_NOMEM. */
+ * into a malloc'd string. Returns 0 or ERR_INVALID (bad user info). */
 int authn_sar_body(const struct authn_user *u, const char *verb, const char *path,
     char **ret, struct errbuf *e);
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "xalloc.h"
 
 static const char base64_alphabet[] =
     "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -42,9 +43,7 @@ base64_decode(const char *in, size_t len, char **ret, size_t *ret_len)
 	int v;
 
 	/* Every 4 characters give 3 bytes, so len / 4 * 3 + 3 is enough. */
-	out = malloc(len / 4 * 3 + 4);
-	if (out == NULL)
-		return ERR_NOMEM;
+	out = xmalloc(len / 4 * 3 + 4);
 
 	for (i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)in[i];
@@ -104,19 +103,16 @@ invalid:
 	return ERR_INVALID;
 }
 
-int
-base64_encode(const void *in, size_t len, char **ret)
+char *
+base64_encode(const void *in, size_t len)
 {
 	const unsigned char *p = in;
 	char *out;
 	size_t i, o = 0;
 	uint32_t acc;
 
-	if (len > (SIZE_MAX - 1) / 4 * 3 - 3)
-		return ERR_NOMEM;
-	out = malloc((len + 2) / 3 * 4 + 1);
-	if (out == NULL)
-		return ERR_NOMEM;
+	/* (len + 2) / 3 * 4 + 1 bytes, without overflowing on the way */
+	out = xreallocarray(NULL, len / 3 + 2, 4);
 
 	for (i = 0; i + 2 < len; i += 3) {
 		acc = (uint32_t)p[i] << 16 | (uint32_t)p[i + 1] << 8 | p[i + 2];
@@ -139,6 +135,5 @@ base64_encode(const void *in, size_t len, char **ret)
 		out[o++] = '=';
 	}
 	out[o] = '\0';
-	*ret = out;
-	return 0;
+	return out;
 }

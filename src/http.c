@@ -8,7 +8,9 @@
 #include <string.h>
 #include <strings.h>
 
+#include "dynbuf.h"
 #include "tlsctx.h"
+#include "xalloc.h"
 
 struct http_client {
 	CURL *h;
@@ -21,9 +23,7 @@ struct http_xfer {
 	const struct http_request *req;
 	CURL *h;
 	int streaming;         /* 1: 2xx, chunks go to on_data; 0: buffered; -1: unknown yet */
-	size_t cap;
-	char *body;
-	size_t len, alloc;
+	struct dynbuf body;    /* capped at the request's max_body */
 	int too_large;
 	int cb_err;            /* a streaming callback's abort code */
 	char *content_type;
@@ -49,14 +49,9 @@ http_backend(void)
 struct http_client *
 http_client_new(void)
 {
-	struct http_client *c = calloc(1, sizeof(*c));
+	struct http_client *c = xcalloc(1, sizeof(*c));
 
-	if (c == NULL)
-		return NULL;
-	if ((c->h = curl_easy_init()) == NULL) {
-		free(c);
-		return NULL;
-	}
+	c->h = xcheck(curl_easy_init());
 	return c;
 }
 
@@ -122,13 +117,11 @@ http_status_err(long status)
 int
 http_host_is_local(const char *url)
 {
-	CURLU *u = curl_url();
+	CURLU *u = xcheck(curl_url());
 	char *host = NULL;
 	int local = 0;
 	unsigned char a[16];
 
-	if (u == NULL)
-		return 0;
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK)
 		goto out;
@@ -177,25 +170,10 @@ http_write_cb(char *ptr, size_t size, size_t nmemb, void *arg)
 		}
 		return n;
 	}
-	if (n > x->cap - x->len) {
+	if (dynbuf_add(&x->body, ptr, n) < 0) {
 		x->too_large = 1;
 		return 0;
 	}
-	if (x->len + n + 1 > x->alloc) {
-		size_t na = x->alloc ? x->alloc : 4096;
-		while (na < x->len + n + 1)
-			na *= 2;
-		char *nb = realloc(x->body, na);
-		if (nb == NULL) {
-			x->cb_err = ERR_NOMEM;
-			return 0;
-		}
-		x->body = nb;
-		x->alloc = na;
-	}
-	memcpy(x->body + x->len, ptr, n);
-	x->len += n;
-	x->body[x->len] = '\0';
 	return n;
 }
 
@@ -216,7 +194,7 @@ http_header_value(const char *line, size_t n, const char *name)
 		n--;
 	if (n > HTTP_HEADER_MAX)
 		n = HTTP_HEADER_MAX;
-	return strndup(line, n);
+	return xstrndup(line, n);
 }
 
 static size_t
@@ -273,8 +251,6 @@ http_curl_err(CURLcode rc)
 	case CURLE_UNSUPPORTED_PROTOCOL:
 	case CURLE_BAD_FUNCTION_ARGUMENT:
 		return ERR_INVALID;
-	case CURLE_OUT_OF_MEMORY:
-		return ERR_NOMEM;
 	case CURLE_NOT_BUILT_IN:
 		return ERR_UNSUPPORTED;
 	default:
@@ -289,12 +265,10 @@ static int
 http_server_name(CURL *h, const char *url, const char *name,
     struct curl_slist **connect_to, struct errbuf *e)
 {
-	CURLU *u = curl_url();
+	CURLU *u = xcheck(curl_url());
 	char *host = NULL, *port = NULL, *nurl = NULL, *entry = NULL;
 	int r = 0;
 
-	if (u == NULL)
-		return ERR_NOMEM;
 	if (curl_url_set(u, CURLUPART_URL, url, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_HOST, &host, 0) != CURLUE_OK ||
 	    curl_url_get(u, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK) {
@@ -309,15 +283,8 @@ http_server_name(CURL *h, const char *url, const char *name,
 		    name);
 		goto out;
 	}
-	if (asprintf(&entry, "%s:%s:%s:%s", name, port, host, port) < 0) {
-		entry = NULL;
-		r = ERR_NOMEM;
-		goto out;
-	}
-	if ((*connect_to = curl_slist_append(NULL, entry)) == NULL) {
-		r = ERR_NOMEM;
-		goto out;
-	}
+	entry = xasprintf("%s:%s:%s:%s", name, port, host, port);
+	*connect_to = xcheck(curl_slist_append(NULL, entry));
 	curl_easy_setopt(h, CURLOPT_URL, nurl);
 	curl_easy_setopt(h, CURLOPT_CONNECT_TO, *connect_to);
 out:
@@ -334,6 +301,7 @@ http_do(struct http_client *c, const struct http_request *req,
     struct http_response *ret, struct errbuf *e)
 {
 	struct http_xfer x = { .req = req, .h = c->h, .streaming = -1, .retry_after_s = -1 };
+	size_t cap = req->max_body ? req->max_body : HTTP_BODY_MAX;
 	struct curl_slist *hdrs = NULL, *connect_to = NULL;
 	char *auth = NULL, *ctype = NULL;
 	const char *method = req->method ? req->method : "GET";
@@ -341,7 +309,7 @@ http_do(struct http_client *c, const struct http_request *req,
 	CURLcode rc;
 	int r = 0;
 
-	x.cap = req->max_body ? req->max_body : HTTP_BODY_MAX;
+	dynbuf_init(&x.body, cap);
 	if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
 		return errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
 	curl_easy_reset(h);
@@ -398,39 +366,31 @@ http_do(struct http_client *c, const struct http_request *req,
 	}
 
 	/* no "Expect: 100-continue" round trip before bodies */
-	if ((hdrs = curl_slist_append(hdrs, "Expect:")) == NULL)
-		goto nomem;
+	hdrs = xcheck(curl_slist_append(hdrs, "Expect:"));
 	if (req->content_type) {
-		if (asprintf(&ctype, "Content-Type: %s", req->content_type) < 0) {
-			ctype = NULL;
-			goto nomem;
-		}
-		if (!curl_slist_append(hdrs, ctype))
-			goto nomem;
+		ctype = xasprintf("Content-Type: %s", req->content_type);
+		xcheck(curl_slist_append(hdrs, ctype));
 	}
 	if (req->bearer_token) {
-		if (asprintf(&auth, "Authorization: Bearer %s", req->bearer_token) < 0) {
-			auth = NULL;
-			goto nomem;
-		}
-		if (!curl_slist_append(hdrs, auth))
-			goto nomem;
+		auth = xasprintf("Authorization: Bearer %s", req->bearer_token);
+		xcheck(curl_slist_append(hdrs, auth));
 	}
 	for (const char *const *hp = req->headers; hp && *hp; hp++)
-		if (!curl_slist_append(hdrs, *hp))
-			goto nomem;
+		xcheck(curl_slist_append(hdrs, *hp));
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 
 	rc = curl_easy_perform(h);
+	if (rc == CURLE_OUT_OF_MEMORY)
+		xalloc_fatal(__FILE__, __LINE__);
 	if (rc != CURLE_OK) {
 		if (rc == CURLE_ABORTED_BY_CALLBACK)
 			r = errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
 		else if (x.too_large)
 			r = errbuf_set(e, ERR_TOO_LARGE, "%s %s: answer larger than %zu bytes",
-			    method, req->url, x.cap);
+			    method, req->url, cap);
 		else if (x.cb_err)
-			r = errbuf_set(e, x.cb_err, "%s %s: %s", method, req->url,
-			    x.cb_err == ERR_NOMEM ? "out of memory" : "aborted by the reader");
+			r = errbuf_set(e, x.cb_err, "%s %s: aborted by the reader", method,
+			    req->url);
 		else
 			r = errbuf_set(e, http_curl_err(rc), "%s %s: %s: %s", method, req->url,
 			    err_str(http_curl_err(rc)),
@@ -439,17 +399,12 @@ http_do(struct http_client *c, const struct http_request *req,
 	}
 	memset(ret, 0, sizeof(*ret));
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &ret->status);
-	if (x.streaming != 1 && x.body == NULL && (x.body = strdup("")) == NULL)
-		goto nomem;
-	ret->body = x.body;
-	ret->body_len = x.len;
+	/* a streamed answer has no body; any other has one, "" at least */
+	ret->body = x.streaming == 1 ? NULL : dynbuf_take(&x.body, &ret->body_len);
 	ret->content_type = x.content_type;
 	ret->warning = x.warning;
 	ret->retry_after_s = x.retry_after_s;
-	x.body = x.content_type = x.warning = NULL;
-	goto out;
-nomem:
-	r = errbuf_set(e, ERR_NOMEM, "%s %s: out of memory", method, req->url);
+	x.content_type = x.warning = NULL;
 out:
 	/* drop our pointers to borrowed state before the handle is reused */
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
@@ -461,7 +416,7 @@ out:
 		free(auth);
 	}
 	free(ctype);
-	free(x.body);
+	dynbuf_free(&x.body);
 	free(x.content_type);
 	free(x.warning);
 	return r;

@@ -7,7 +7,8 @@
  * timeout, cap). Map an answer's status with http_status_err. The TLS
  * configuration and bearer token are borrowed for the call only and never
  * appear in messages. Requests to loopback and link-local hosts (the metadata
- * services) never go through a proxy. */
+ * services) never go through a proxy. Out of memory (ours or curl's) is fatal
+ * (xalloc). */
 #ifndef BOOTCCM_HTTP_H
 #define BOOTCCM_HTTP_H
 
@@ -66,7 +67,7 @@ struct http_response {
 
 struct http_client;
 
-/* http_client_new returns a client, or NULL when out of memory. */
+/* http_client_new returns a client (never NULL). */
 struct http_client *http_client_new(void);
 void http_client_free(struct http_client *c);
 

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "base64.h"
+#include "readfile.h"
+#include "xalloc.h"
 #include "yamltree.h"
 
 #define KUBECONFIG_PATH_MAX 128   /* bytes of a field path like "users[3].user.token" */
@@ -27,15 +29,6 @@ struct kubeconfig_loader {
 };
 
 static void
-kubeconfig_wipe(char *p, size_t len)
-{
-	if (p == NULL)
-		return;
-	explicit_bzero(p, len);
-	free(p);
-}
-
-static void
 kubeconfig_release(struct kubeconfig *kc)
 {
 	free(kc->source);
@@ -44,14 +37,14 @@ kubeconfig_release(struct kubeconfig *kc)
 	free(kc->user);
 	free(kc->server);
 	free(kc->tls_server_name);
-	kubeconfig_wipe(kc->ca_pem, kc->ca_pem_len);
-	kubeconfig_wipe(kc->client_cert_pem, kc->client_cert_pem_len);
-	kubeconfig_wipe(kc->client_key_pem, kc->client_key_pem_len);
+	readfile_free(kc->ca_pem, kc->ca_pem_len);
+	readfile_free(kc->client_cert_pem, kc->client_cert_pem_len);
+	readfile_free(kc->client_key_pem, kc->client_key_pem_len);
 	if (kc->token != NULL)
-		kubeconfig_wipe(kc->token, strlen(kc->token));
+		readfile_free(kc->token, strlen(kc->token));
 	free(kc->token_file);
 	if (kc->token_cached != NULL)
-		kubeconfig_wipe(kc->token_cached, strlen(kc->token_cached));
+		readfile_free(kc->token_cached, strlen(kc->token_cached));
 }
 
 void
@@ -64,100 +57,21 @@ kubeconfig_free(struct kubeconfig *kc)
 	memset(kc, 0, sizeof(*kc));
 }
 
-/* kubeconfig_read reads all of fd into a NUL-terminated buffer, refusing more
- * than max bytes. Returns ERR_IO with errno set, ERR_TOO_LARGE or ERR_NOMEM. */
-static int
-kubeconfig_read(int fd, size_t max, char **ret, size_t *ret_len)
-{
-	char *buf = NULL, *nbuf;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-	int saved;
-
-	for (;;) {
-		if (len + 1 >= cap) {
-			size_t ncap = cap == 0 ? 4096 : cap * 2;
-
-			/* room for one byte past the cap, and the NUL */
-			if (ncap > max + 2)
-				ncap = max + 2;
-			nbuf = malloc(ncap);
-			if (nbuf == NULL) {
-				kubeconfig_wipe(buf, cap);
-				return ERR_NOMEM;
-			}
-			if (len > 0)
-				memcpy(nbuf, buf, len);
-			kubeconfig_wipe(buf, cap);
-			buf = nbuf;
-			cap = ncap;
-		}
-		n = read(fd, buf + len, cap - 1 - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			saved = errno;
-			kubeconfig_wipe(buf, cap);
-			errno = saved;
-			return ERR_IO;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max) {
-			kubeconfig_wipe(buf, cap);
-			return ERR_TOO_LARGE;
-		}
-	}
-	buf[len] = '\0';
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-}
-
-/* kubeconfig_read_path reads path whole; messages are "path: problem". */
-static int
-kubeconfig_read_path(const char *path, size_t max, char **ret, size_t *ret_len,
-    struct errbuf *e)
-{
-	int fd, r;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-	r = kubeconfig_read(fd, max, ret, ret_len);
-	if (r == ERR_IO)
-		errbuf_set(e, r, "%s: %s", path, strerror(errno));
-	else if (r == ERR_TOO_LARGE)
-		errbuf_set(e, r, "%s: larger than %zu bytes", path, max);
-	else if (r == ERR_NOMEM)
-		errbuf_set(e, r, "%s: out of memory", path);
-	close(fd);
-	return r;
-}
-
 /* kubeconfig_join resolves file against dir, as client-go resolves the paths
  * in a kubeconfig against the file's own directory. */
 static char *
 kubeconfig_join(const char *dir, const char *file)
 {
-	size_t dlen, n;
-	char *p;
+	size_t dlen;
 
 	if (file[0] == '/' || dir == NULL || dir[0] == '\0')
-		return strdup(file);
+		return xstrdup(file);
 	dlen = strlen(dir);
 	while (dlen > 1 && dir[dlen - 1] == '/')
 		dlen--;
-	n = dlen + 1 + strlen(file) + 1;
-	p = malloc(n);
-	if (p == NULL)
-		return NULL;
 	if (dlen == 1 && dir[0] == '/')
-		snprintf(p, n, "/%s", file);
-	else
-		snprintf(p, n, "%.*s/%s", (int)dlen, dir, file);
-	return p;
+		return xasprintf("/%s", file);
+	return xasprintf("%.*s/%s", (int)dlen, dir, file);
 }
 
 static int
@@ -188,7 +102,7 @@ kubeconfig_token_refresh(struct kubeconfig *kc, struct errbuf *e)
 {
 	struct stat st;
 	char *buf = NULL, *tok, *start;
-	size_t len = 0, cap = 0;
+	size_t len = 0, size = 0;
 	int fd, r;
 
 	fd = open(kc->token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
@@ -207,21 +121,10 @@ kubeconfig_token_refresh(struct kubeconfig *kc, struct errbuf *e)
 		r = 0;
 		goto out;
 	}
-	r = kubeconfig_read(fd, KUBECONFIG_TOKEN_MAX, &buf, &len);
-	if (r == ERR_IO) {
-		r = errbuf_set(e, r, "%s: %s", kc->token_file, strerror(errno));
+	r = readfile_fd(fd, kc->token_file, KUBECONFIG_TOKEN_MAX, &buf, &size, e);
+	if (r < 0)
 		goto out;
-	}
-	if (r == ERR_TOO_LARGE) {
-		r = errbuf_set(e, r, "%s: larger than %d bytes", kc->token_file,
-		    KUBECONFIG_TOKEN_MAX);
-		goto out;
-	}
-	if (r < 0) {
-		r = errbuf_set(e, r, "%s: out of memory", kc->token_file);
-		goto out;
-	}
-	cap = len + 1;
+	len = size;
 	start = buf;
 	while (len > 0 && kubeconfig_is_space((unsigned char)start[len - 1]))
 		len--;
@@ -240,15 +143,9 @@ kubeconfig_token_refresh(struct kubeconfig *kc, struct errbuf *e)
 		    kc->token_file);
 		goto out;
 	}
-	tok = malloc(len + 1);
-	if (tok == NULL) {
-		r = errbuf_set(e, ERR_NOMEM, "%s: out of memory", kc->token_file);
-		goto out;
-	}
-	memcpy(tok, start, len);
-	tok[len] = '\0';
+	tok = xmemdup(start, len);
 	if (kc->token_cached != NULL)
-		kubeconfig_wipe(kc->token_cached, strlen(kc->token_cached));
+		readfile_free(kc->token_cached, strlen(kc->token_cached));
 	kc->token_cached = tok;
 	kc->token_dev = st.st_dev;
 	kc->token_ino = st.st_ino;
@@ -256,7 +153,7 @@ kubeconfig_token_refresh(struct kubeconfig *kc, struct errbuf *e)
 	kc->token_mtime = st.st_mtim;
 	r = 0;
 out:
-	kubeconfig_wipe(buf, cap);
+	readfile_free(buf, size);
 	close(fd);
 	return r;
 }
@@ -268,11 +165,7 @@ kubeconfig_token(struct kubeconfig *kc, char **ret, struct errbuf *e)
 	int r = 0;
 
 	if (kc->token != NULL) {
-		t = strdup(kc->token);
-		if (t == NULL)
-			return errbuf_set(e, ERR_NOMEM, "%s: out of memory",
-			    kc->source ? kc->source : "kubeconfig");
-		*ret = t;
+		*ret = xstrdup(kc->token);
 		return 0;
 	}
 	if (kc->token_file == NULL) {
@@ -283,12 +176,8 @@ kubeconfig_token(struct kubeconfig *kc, char **ret, struct errbuf *e)
 	r = kubeconfig_token_refresh(kc, e);
 	if (r < 0 && kc->token_cached != NULL)
 		r = 0; /* keep the last good token while the file is away */
-	if (r == 0) {
-		t = strdup(kc->token_cached);
-		if (t == NULL)
-			r = errbuf_set(e, ERR_NOMEM, "%s: out of memory",
-			    kc->token_file);
-	}
+	if (r == 0)
+		t = xstrdup(kc->token_cached);
 	pthread_mutex_unlock(&kc->token_lock);
 	if (r == 0)
 		*ret = t;
@@ -363,17 +252,11 @@ kubeconfig_present(const struct ynode *map, const char *key)
 	return n->n > 0;
 }
 
-static int
-kubeconfig_strdup(struct kubeconfig_loader *l, const char *s, char **ret)
+/* kubeconfig_strdup copies s, or gives NULL for NULL. */
+static char *
+kubeconfig_strdup(const char *s)
 {
-	if (s == NULL) {
-		*ret = NULL;
-		return 0;
-	}
-	*ret = strdup(s);
-	if (*ret == NULL)
-		return errbuf_set(l->e, ERR_NOMEM, "%s: out of memory", l->name);
-	return 0;
+	return s != NULL ? xstrdup(s) : NULL;
 }
 
 /* kubeconfig_find looks up the entry called want in the named list
@@ -452,14 +335,12 @@ kubeconfig_material(struct kubeconfig_loader *l, const struct ynode *map,
 		return r;
 	if (data != NULL) {
 		r = base64_decode(data, strlen(data), &buf, &len);
-		if (r == ERR_NOMEM)
-			return errbuf_set(l->e, r, "%s: out of memory", l->name);
 		if (r < 0)
 			return errbuf_set(l->e, ERR_INVALID,
 			    "%s: %s.%s is not valid base64", l->name, path,
 			    key_data);
 		if (!kubeconfig_pem_ok(buf, len)) {
-			kubeconfig_wipe(buf, len);
+			readfile_free(buf, len);
 			return errbuf_set(l->e, ERR_INVALID,
 			    "%s: %s.%s does not hold PEM data "
 			    "(no \"-----BEGIN\" line after base64 decoding)",
@@ -467,18 +348,14 @@ kubeconfig_material(struct kubeconfig_loader *l, const struct ynode *map,
 		}
 	} else if (file != NULL) {
 		abs = kubeconfig_join(l->dir, file);
-		if (abs == NULL)
-			return errbuf_set(l->e, ERR_NOMEM, "%s: out of memory",
-			    l->name);
-		r = kubeconfig_read_path(abs, KUBECONFIG_FILE_MAX, &buf, &len,
-		    l->e);
+		r = readfile(abs, KUBECONFIG_FILE_MAX, 0, &buf, &len, l->e);
 		if (r < 0) {
 			errbuf_prefix(l->e, r, "%s: %s.%s", l->name, path,
 			    key_file);
 			goto out;
 		}
 		if (!kubeconfig_pem_ok(buf, len)) {
-			kubeconfig_wipe(buf, len);
+			readfile_free(buf, len);
 			buf = NULL;
 			r = errbuf_set(l->e, ERR_INVALID,
 			    "%s: %s.%s: %s does not hold PEM data "
@@ -536,13 +413,8 @@ kubeconfig_server(struct kubeconfig_loader *l, const char *cluster,
 	len = strlen(rest);
 	while (len > authority && rest[len - 1] == '/')
 		len--;
-	len += http ? 7 : 8;
-	kc->server = malloc(len + 1);
-	if (kc->server == NULL)
-		return errbuf_set(l->e, ERR_NOMEM, "%s: out of memory", l->name);
 	/* the scheme in lower case, the rest as given */
-	snprintf(kc->server, len + 1, "%s%s", http ? "http://" : "https://",
-	    rest);
+	kc->server = xasprintf("%s%.*s", http ? "http://" : "https://", (int)len, rest);
 	kc->plain_http = http;
 	return 0;
 }
@@ -575,9 +447,7 @@ kubeconfig_cluster(struct kubeconfig_loader *l, const struct ynode *body,
 	r = kubeconfig_string(l, body, path, "tls-server-name", &tls_name);
 	if (r < 0)
 		return r;
-	r = kubeconfig_strdup(l, tls_name, &kc->tls_server_name);
-	if (r < 0)
-		return r;
+	kc->tls_server_name = kubeconfig_strdup(tls_name);
 	r = kubeconfig_bool(l, body, path, "insecure-skip-tls-verify",
 	    &kc->insecure_skip_tls_verify);
 	if (r < 0)
@@ -604,7 +474,7 @@ kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
 	static const char *const impersonation[] = {
 		"as", "as-uid", "as-groups", "as-user-extra",
 	};
-	char path[KUBECONFIG_PATH_MAX], *abs;
+	char path[KUBECONFIG_PATH_MAX];
 	const char *token, *token_file;
 	const struct ynode *n;
 	size_t i;
@@ -661,14 +531,11 @@ kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
 			return errbuf_set(l->e, ERR_INVALID,
 			    "%s:%d: %s.token: holds whitespace or control "
 			    "characters", l->name, n->line, path);
-		return kubeconfig_strdup(l, token, &kc->token);
+		kc->token = xstrdup(token);
+		return 0;
 	}
 	if (token_file != NULL) {
-		abs = kubeconfig_join(l->dir, token_file);
-		if (abs == NULL)
-			return errbuf_set(l->e, ERR_NOMEM, "%s: out of memory",
-			    l->name);
-		kc->token_file = abs;
+		kc->token_file = kubeconfig_join(l->dir, token_file);
 		/* Read it now so a wrong path fails at start-up. */
 		r = kubeconfig_token_refresh(kc, l->e);
 		if (r < 0)
@@ -750,11 +617,10 @@ kubeconfig_resolve(struct kubeconfig_loader *l, const struct ynode *root,
 			return r;
 	}
 
-	if ((r = kubeconfig_strdup(l, l->name, &kc->source)) < 0 ||
-	    (r = kubeconfig_strdup(l, context, &kc->context)) < 0 ||
-	    (r = kubeconfig_strdup(l, cluster, &kc->cluster)) < 0 ||
-	    (r = kubeconfig_strdup(l, user, &kc->user)) < 0)
-		return r;
+	kc->source = kubeconfig_strdup(l->name);
+	kc->context = kubeconfig_strdup(context);
+	kc->cluster = kubeconfig_strdup(cluster);
+	kc->user = kubeconfig_strdup(user);
 	return 0;
 }
 
@@ -800,14 +666,10 @@ kubeconfig_load(const char *path, const char *context, struct kubeconfig *ret,
 	size_t len = 0;
 	int r;
 
-	r = kubeconfig_read_path(path, KUBECONFIG_FILE_MAX, &buf, &len, e);
+	r = readfile(path, KUBECONFIG_FILE_MAX, 0, &buf, &len, e);
 	if (r < 0)
 		return r;
-	dir = strdup(path);
-	if (dir == NULL) {
-		r = errbuf_set(e, ERR_NOMEM, "%s: out of memory", path);
-		goto out;
-	}
+	dir = xstrdup(path);
 	slash = strrchr(dir, '/');
 	if (slash == NULL)
 		snprintf(dir, strlen(dir) + 1, ".");
@@ -816,8 +678,7 @@ kubeconfig_load(const char *path, const char *context, struct kubeconfig *ret,
 	else
 		*slash = '\0';
 	r = kubeconfig_load_buffer(buf, len, path, dir, context, ret, e);
-out:
-	kubeconfig_wipe(buf, len);
+	readfile_free(buf, len);
 	free(dir);
 	return r;
 }
@@ -865,7 +726,6 @@ kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *ret,
 	struct kubeconfig kc;
 	const char *host, *port;
 	char *ca_path = NULL;
-	size_t n;
 	int r;
 
 	memset(&kc, 0, sizeof(kc));
@@ -887,26 +747,15 @@ kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *ret,
 		    "in-cluster: KUBERNETES_SERVICE_PORT is not a port number "
 		    "(1-65535)");
 
-	n = strlen(host) + strlen(port) + sizeof("https://[]:");
-	kc.server = malloc(n);
-	if (kc.server == NULL) {
-		r = errbuf_set(e, ERR_NOMEM, "in-cluster: out of memory");
-		goto fail;
-	}
 	if (strchr(host, ':') != NULL && host[0] != '[')
-		snprintf(kc.server, n, "https://[%s]:%s", host, port);
+		kc.server = xasprintf("https://[%s]:%s", host, port);
 	else
-		snprintf(kc.server, n, "https://%s:%s", host, port);
+		kc.server = xasprintf("https://%s:%s", host, port);
 
 	ca_path = kubeconfig_join(sa_dir, "ca.crt");
 	kc.token_file = kubeconfig_join(sa_dir, "token");
-	kc.source = strdup("in-cluster");
-	if (ca_path == NULL || kc.token_file == NULL || kc.source == NULL) {
-		r = errbuf_set(e, ERR_NOMEM, "in-cluster: out of memory");
-		goto fail;
-	}
-	r = kubeconfig_read_path(ca_path, KUBECONFIG_FILE_MAX, &kc.ca_pem,
-	    &kc.ca_pem_len, e);
+	kc.source = xstrdup("in-cluster");
+	r = readfile(ca_path, KUBECONFIG_FILE_MAX, 0, &kc.ca_pem, &kc.ca_pem_len, e);
 	if (r < 0) {
 		errbuf_prefix(e, r, "%s", l.name);
 		goto fail;

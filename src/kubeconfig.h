@@ -1,12 +1,13 @@
 /* kubeconfig.h - load a kubeconfig file, or the in-cluster configuration, into
  * the connection facts the HTTP layer needs.
  *
- * Contract: never logs. Every failure returns a negative ERR_* code and a
- * message in the caller's errbuf that names the file and what is wrong
- * ("/etc/kubernetes/bootccm.conf: context \"x\" not found"). Certificate and
- * key material given as files is read into memory at load time (relative paths
- * resolve against the kubeconfig's directory, as client-go does), so the HTTP
- * layer only ever handles PEM in memory. A token file is re-read whenever it
+ * Contract: never logs; out of memory is fatal (xalloc). Every failure
+ * returns a negative ERR_* code and a message in the caller's errbuf that
+ * names the file and what is wrong ("/etc/kubernetes/bootccm.conf: context
+ * \"x\" not found"). Certificate and key material given as files is read
+ * into memory at load time (relative paths resolve against the kubeconfig's
+ * directory, as client-go does), so the HTTP layer only ever handles PEM in
+ * memory. A token file is re-read whenever it
  * changes (projected service-account tokens rotate). Secrets are never copied
  * into error messages.
  *

@@ -9,7 +9,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "xalloc.h"
 
 static int log_verbosity;
 static enum log_format log_fmt = LOG_TEXT;
@@ -33,17 +33,25 @@ log_enabled(int v)
 	return v <= log_verbosity;
 }
 
-int
+void
 log_add_secret(const char *value)
 {
-	int i, r = 0;
+	char *copy;
+	int i;
 
 	if (value == NULL || strlen(value) < LOG_SECRET_MIN)
-		return 0;
+		return;
+	/* copied before the lock: out of memory logs, and logging takes it */
+	copy = xstrdup(value);
 	pthread_mutex_lock(&log_secret_lock);
 	for (i = 0; i < log_nsecrets; i++)
 		if (strcmp(log_secrets[i], value) == 0)
-			goto out;
+			break;
+	if (i < log_nsecrets) {
+		explicit_bzero(copy, strlen(copy));
+		free(copy);
+		goto out;
+	}
 	if (log_nsecrets == LOG_SECRETS_MAX) {
 		/* forget the oldest: rotated tokens make old ones harmless */
 		explicit_bzero(log_secrets[0], strlen(log_secrets[0]));
@@ -52,14 +60,9 @@ log_add_secret(const char *value)
 		    sizeof(log_secrets[0]) * (LOG_SECRETS_MAX - 1));
 		log_nsecrets--;
 	}
-	if ((log_secrets[log_nsecrets] = strdup(value)) == NULL) {
-		r = ERR_NOMEM;
-		goto out;
-	}
-	log_nsecrets++;
+	log_secrets[log_nsecrets++] = copy;
 out:
 	pthread_mutex_unlock(&log_secret_lock);
-	return r;
 }
 
 void

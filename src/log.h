@@ -27,8 +27,9 @@ void log_init(int verbosity, enum log_format format, int fd);
 /* log_enabled tells whether level v would be written. */
 int log_enabled(int v);
 
-/* log_add_secret registers a value to redact (copied). Returns 0 or ERR_*. */
-int log_add_secret(const char *value);
+/* log_add_secret registers a value to redact (copied; NULL and values
+ * shorter than LOG_SECRET_MIN are ignored). */
+void log_add_secret(const char *value);
 
 /* log_clear_secrets forgets every registered secret (wiping the copies). */
 void log_clear_secrets(void);

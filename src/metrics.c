@@ -4,11 +4,16 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "dynbuf.h"
 #include "err.h"
+#include "xalloc.h"
+
+#define METRICS_TEXT_MAX (SIZE_MAX / 2) /* bytes: the rendered text (ours: no real cap) */
 
 enum metric_type { METRIC_COUNTER, METRIC_GAUGE, METRIC_HISTOGRAM };
 
@@ -42,36 +47,26 @@ static pthread_mutex_t metrics_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct metric *metrics_head, **metrics_tail = &metrics_head;
 static unsigned long long metrics_dropped;
 
-static void *
-metrics_xalloc(void *p)
-{
-	if (p == NULL) {
-		fprintf(stderr, "bootccm: out of memory registering metrics\n");
-		abort();
-	}
-	return p;
-}
-
 static struct metric *
 metrics_register(enum metric_type type, const char *name, const char *help,
     const char *labels, const double *buckets, size_t nbuckets)
 {
-	struct metric *m = metrics_xalloc(calloc(1, sizeof(*m)));
+	struct metric *m = xcalloc(1, sizeof(*m));
 
 	m->type = type;
-	m->name = metrics_xalloc(strdup(name));
-	m->help = metrics_xalloc(strdup(help));
+	m->name = xstrdup(name);
+	m->help = xstrdup(help);
 	m->buckets = buckets;
 	m->nbuckets = nbuckets;
 	if (labels && *labels) {
-		char *copy = metrics_xalloc(strdup(labels)), *p = copy, *comma;
+		char *copy = xstrdup(labels), *p = copy, *comma;
 		do {
 			comma = strchr(p, ',');
 			if (comma)
 				*comma = '\0';
 			if (m->nlabels == METRICS_LABELS_MAX)
 				abort(); /* internal: too many label names */
-			m->label_names[m->nlabels++] = metrics_xalloc(strdup(p));
+			m->label_names[m->nlabels++] = xstrdup(p);
 			p = comma + 1;
 		} while (comma);
 		free(copy);
@@ -151,15 +146,10 @@ metrics_find(struct metric *m, const char *labels, int create)
 		metrics_dropped++;
 		return NULL;
 	}
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		return NULL;
-	if ((s->labels = strdup(labels)) == NULL ||
-	    (m->type == METRIC_HISTOGRAM &&
-	    (s->bucket_counts = calloc(m->nbuckets, sizeof(*s->bucket_counts))) == NULL)) {
-		free(s->labels);
-		free(s);
-		return NULL;
-	}
+	s = xcalloc(1, sizeof(*s));
+	s->labels = xstrdup(labels);
+	if (m->type == METRIC_HISTOGRAM)
+		s->bucket_counts = xcalloc(m->nbuckets, sizeof(*s->bucket_counts));
 	s->next = m->series;
 	m->series = s;
 	m->nseries++;
@@ -242,21 +232,21 @@ metric_value(struct metric *m, ...)
 }
 
 static void
-metrics_num(FILE *f, double v)
+metrics_num(struct dynbuf *b, double v)
 {
 	if (isinf(v))
-		fputs(v > 0 ? "+Inf" : "-Inf", f);
+		dynbuf_addstr(b, v > 0 ? "+Inf" : "-Inf");
 	else if (v == floor(v) && fabs(v) < 1e15)
-		fprintf(f, "%.0f", v);
+		dynbuf_addf(b, "%.0f", v);
 	else {
 		/* the shortest form that reads back as v, like Go's 'g', -1 */
-		char b[32];
+		char t[32];
 		for (int prec = 15; prec <= 17; prec++) {
-			snprintf(b, sizeof(b), "%.*g", prec, v);
-			if (strtod(b, NULL) == v)
+			snprintf(t, sizeof(t), "%.*g", prec, v);
+			if (strtod(t, NULL) == v)
 				break;
 		}
-		fputs(b, f);
+		dynbuf_addstr(b, t);
 	}
 }
 
@@ -264,51 +254,44 @@ int
 metrics_render(char **ret, size_t *ret_len)
 {
 	static const char *const types[] = { "counter", "gauge", "histogram" };
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	struct dynbuf b;
 
-	if (f == NULL)
-		return ERR_NOMEM;
+	/* our own text, bounded by the series caps: no cap of its own */
+	dynbuf_init(&b, METRICS_TEXT_MAX);
 	pthread_mutex_lock(&metrics_lock);
 	for (struct metric *m = metrics_head; m; m = m->next) {
-		fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
+		dynbuf_addf(&b, "# HELP %s %s\n# TYPE %s %s\n", m->name, m->help, m->name,
 		    types[m->type]);
 		for (struct metric_series *s = m->series; s; s = s->next) {
 			const char *sep = *s->labels ? "," : "";
 			if (m->type != METRIC_HISTOGRAM) {
-				fprintf(f, "%s%s%s%s ", m->name, *s->labels ? "{" : "",
+				dynbuf_addf(&b, "%s%s%s%s ", m->name, *s->labels ? "{" : "",
 				    s->labels, *s->labels ? "}" : "");
-				metrics_num(f, s->value);
-				fputc('\n', f);
+				metrics_num(&b, s->value);
+				dynbuf_addstr(&b, "\n");
 				continue;
 			}
 			unsigned long long cum = 0;
 			for (size_t i = 0; i < m->nbuckets; i++) {
 				cum += s->bucket_counts[i];
-				fprintf(f, "%s_bucket{%s%sle=\"", m->name, s->labels, sep);
-				metrics_num(f, m->buckets[i]);
-				fprintf(f, "\"} %llu\n", cum);
+				dynbuf_addf(&b, "%s_bucket{%s%sle=\"", m->name, s->labels, sep);
+				metrics_num(&b, m->buckets[i]);
+				dynbuf_addf(&b, "\"} %llu\n", cum);
 			}
-			fprintf(f, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", m->name, s->labels,
+			dynbuf_addf(&b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", m->name, s->labels,
 			    sep, s->count);
-			fprintf(f, "%s_sum%s%s%s ", m->name, *s->labels ? "{" : "", s->labels,
+			dynbuf_addf(&b, "%s_sum%s%s%s ", m->name, *s->labels ? "{" : "", s->labels,
 			    *s->labels ? "}" : "");
-			metrics_num(f, s->value);
-			fprintf(f, "\n%s_count%s%s%s %llu\n", m->name, *s->labels ? "{" : "",
+			metrics_num(&b, s->value);
+			dynbuf_addf(&b, "\n%s_count%s%s%s %llu\n", m->name, *s->labels ? "{" : "",
 			    s->labels, *s->labels ? "}" : "", s->count);
 		}
 	}
-	fprintf(f, "# HELP bootccm_metrics_series_dropped_total Metric updates dropped "
+	dynbuf_addf(&b, "# HELP bootccm_metrics_series_dropped_total Metric updates dropped "
 	    "because a metric reached its series cap.\n"
 	    "# TYPE bootccm_metrics_series_dropped_total counter\n"
 	    "bootccm_metrics_series_dropped_total %llu\n", metrics_dropped);
 	pthread_mutex_unlock(&metrics_lock);
-	if (fclose(f) != 0) {
-		free(buf);
-		return ERR_NOMEM;
-	}
-	*ret = buf;
-	*ret_len = len;
+	*ret = dynbuf_take(&b, ret_len);
 	return 0;
 }

@@ -7,7 +7,7 @@
  * arguments, exactly as many as label names were registered. Each metric
  * keeps at most METRICS_SERIES_MAX label combinations; updates past that are
  * counted in bootccm_metrics_series_dropped_total instead of growing memory.
- * Never logs. */
+ * Never logs; out of memory is fatal (xalloc). */
 #ifndef BOOTCCM_METRICS_H
 #define BOOTCCM_METRICS_H
 
@@ -36,7 +36,7 @@ void metric_observe(struct metric *m, double v, ...); /* histograms */
 double metric_value(struct metric *m, ...);
 
 /* metrics_render writes every metric in the text format into a malloc'd
- * buffer. Returns 0 or ERR_NOMEM. */
+ * buffer. It cannot fail: it returns 0. */
 int metrics_render(char **ret, size_t *ret_len);
 
 /* Common bucket sets (seconds). */

@@ -1,6 +1,6 @@
 /* serve.h - the HTTPS serving endpoint: /healthz, /livez, /readyz and
  * /metrics on --bind-address:--secure-port, like upstream controller-managers
- * serve them.
+ * serve them. Requests are parsed by httpreq.h, TLS is set up by servetls.h.
  *
  * Contract: serve_start binds the port, prepares TLS (the files given by
  * --tls-cert-file/--tls-private-key-file, or a self-signed certificate made in
@@ -34,12 +34,6 @@
 #include "options.h"
 
 #define SERVE_CONN_MAX 32                 /* client connections at once */
-#define SERVE_REQUEST_MAX (16 * 1024)     /* bytes: request line and headers */
-#define SERVE_HEADERS_MAX 64              /* header lines in a request */
-#define SERVE_METHOD_MAX 16               /* bytes, including the NUL */
-#define SERVE_PATH_MAX 1024               /* bytes: decoded path, with the NUL */
-#define SERVE_QUERY_MAX 1024              /* bytes: raw query, with the NUL */
-#define SERVE_AUTH_MAX (8 * 1024)         /* bytes: the Authorization header */
 #define SERVE_REQUEST_TIMEOUT_MS 10000    /* accept to a complete request (TLS
                                              handshake included), and first
                                              byte to a complete request after */
@@ -48,8 +42,6 @@
 #define SERVE_CHECKS_MAX 16               /* checks of each kind */
 #define SERVE_CHECK_NAME_MAX 64           /* bytes, including the NUL */
 #define SERVE_ALLOW_PATHS_MAX 32          /* --authorization-always-allow-paths */
-#define SERVE_TLS_FILE_MAX (1024 * 1024)  /* bytes: certificate or key file */
-#define SERVE_CERT_DAYS 365               /* self-signed certificate validity */
 
 /* serve_check_fn returns 0 when healthy, else a negative ERR_* code with the
  * reason in e (logged at -v=2, shown only on /healthz/NAME to authorized
@@ -67,8 +59,9 @@ int serve_add_readyz(const char *name, serve_check_fn fn, void *arg);
  * tls_cert_file, tls_private_key_file and authorization_always_allow_paths
  * from o, binds, and starts the serving thread, which reviews credentials
  * with kc's identity (kc is borrowed until serve_stop). Returns 0 or
- * ERR_INVALID (bad flag value), ERR_IO (bind, unreadable file), ERR_TLS (bad
- * certificate or key), ERR_NOMEM, with a message naming the flag or file.
+ * ERR_INVALID (bad flag value), ERR_IO (bind, unreadable file), ERR_TOO_LARGE
+ * (a file past SERVETLS_FILE_MAX), ERR_TLS (bad certificate or key) or
+ * ERR_INTERNAL (no thread), with a message naming the flag or file.
  * Needs no API server: probes answer from the start. */
 int serve_start(const struct options *o, struct kubeconfig *kc, struct errbuf *e);
 
@@ -81,29 +74,6 @@ int serve_port(void);
 
 /* The pieces below are exposed for unit tests and fuzzing. */
 
-struct serve_request {
-	char method[SERVE_METHOD_MAX];
-	char path[SERVE_PATH_MAX];        /* percent-decoded, starts with '/' */
-	char query[SERVE_QUERY_MAX];      /* as sent, without the '?' */
-	char authorization[SERVE_AUTH_MAX]; /* a secret: wipe after use */
-	int has_authorization;
-	int http_minor;                   /* HTTP/1.<minor> */
-	int keep_alive;                   /* the connection may serve another request */
-	int has_body;                     /* Content-Length > 0 or Transfer-Encoding */
-};
-
-/* serve_parse_request parses the request head at the start of buf. Returns
- * its length when complete (the request fills *ret), 0 when more bytes are
- * needed, ERR_INVALID (400) for a malformed request, ERR_TOO_LARGE (431)
- * for one past a cap, ERR_UNSUPPORTED (505) for an HTTP version other than
- * 1.0 and 1.1; e says what is wrong. */
-int serve_parse_request(const char *buf, size_t len, struct serve_request *ret,
-    struct errbuf *e);
-
-/* serve_bearer_token returns the token in an Authorization header value
- * ("Bearer TOKEN", the scheme in any case), or NULL when there is none. */
-const char *serve_bearer_token(const char *authorization);
-
 struct serve_paths {
 	char *paths[SERVE_ALLOW_PATHS_MAX];  /* "/healthz"; a trailing star: a prefix */
 	size_t n;
@@ -115,7 +85,7 @@ struct serve_paths {
  * before it a prefix to match (a lone '*' matches every path) and no other
  * '*' is allowed. Entries
  * are trimmed and empty ones skipped. Returns 0, ERR_INVALID or
- * ERR_TOO_LARGE (more than SERVE_ALLOW_PATHS_MAX), ERR_NOMEM. */
+ * ERR_TOO_LARGE (more than SERVE_ALLOW_PATHS_MAX). */
 int serve_paths_parse(const char *list, struct serve_paths *ret, struct errbuf *e);
 int serve_paths_match(const struct serve_paths *p, const char *path);
 void serve_paths_free(struct serve_paths *p);
@@ -128,9 +98,9 @@ struct serve_check {
 
 /* serve_health_render runs checks for the endpoint called name ("healthz")
  * as upstream's handler does, with the request's raw query ("verbose",
- * "exclude=NAME"). Fills *ret with a malloc'd body and returns 200 or 500
- * (or ERR_NOMEM). The failed checks' reasons, for the log, go into failed
- * ("name: reason; ..."; may be NULL). */
+ * "exclude=NAME"). Fills *ret with a malloc'd body and returns 200 or 500.
+ * The failed checks' reasons, for the log, go into failed ("name: reason;
+ * ..."; may be NULL). */
 int serve_health_render(const char *name, const struct serve_check *checks,
     size_t n, const char *query, char **ret, size_t *ret_len, char *failed,
     size_t failed_len);

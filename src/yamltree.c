@@ -2,27 +2,20 @@
  * expanding aliases under node, byte and depth caps. */
 #include "yamltree.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <yaml.h>
 
-#define YAMLTREE_ANCHOR_BUCKETS 256
-#define YAMLTREE_ECHO_MAX 64 /* bytes of a key or alias name quoted in a message */
+#include "hmap.h"
+#include "readfile.h"
+#include "xalloc.h"
 
-struct yamltree_anchor {
-	char *name;
-	const struct ynode *node;
-	struct yamltree_anchor *next;
-};
+#define YAMLTREE_ECHO_MAX 64 /* bytes of a key or alias name quoted in a message */
 
 struct yamltree_frame {
 	struct ynode *node;   /* the open sequence or map, already attached */
@@ -40,7 +33,7 @@ struct yamltree_parser {
 	struct ynode *root;
 	struct yamltree_frame stack[YAMLTREE_DEPTH_MAX];
 	size_t depth;         /* open collections */
-	struct yamltree_anchor *anchors[YAMLTREE_ANCHOR_BUCKETS];
+	struct hmap anchors;  /* anchor name -> its complete node (borrowed) */
 };
 
 static int
@@ -104,9 +97,7 @@ yamltree_new(struct yamltree_parser *p, enum ynode_kind kind, int line,
 	if (p->nodes >= YAMLTREE_NODES_MAX)
 		return yamltree_err(p, ERR_TOO_LARGE, line, col,
 		    "more than %d nodes (aliases expanded)", YAMLTREE_NODES_MAX);
-	n = calloc(1, sizeof(*n));
-	if (n == NULL)
-		return errbuf_set(p->e, ERR_NOMEM, "%s: out of memory", p->name);
+	n = xcalloc(1, sizeof(*n));
 	p->nodes++;
 	n->kind = kind;
 	n->line = line;
@@ -123,12 +114,7 @@ yamltree_set_scalar(struct yamltree_parser *p, struct ynode *n,
 		return yamltree_err(p, ERR_TOO_LARGE, n->line, n->col,
 		    "more than %d bytes of scalars (aliases expanded)",
 		    YAMLTREE_BYTES_MAX);
-	n->scalar = malloc(len + 1);
-	if (n->scalar == NULL)
-		return errbuf_set(p->e, ERR_NOMEM, "%s: out of memory", p->name);
-	if (len > 0)
-		memcpy(n->scalar, value, len);
-	n->scalar[len] = '\0';
+	n->scalar = xmemdup(value, len);
 	n->scalar_len = len;
 	p->bytes += len;
 	return 0;
@@ -136,27 +122,17 @@ yamltree_set_scalar(struct yamltree_parser *p, struct ynode *n,
 
 /* yamltree_grow makes room for one more item; capacity is implied by n:
  * 0, then 4, then each power of two. */
-static int
-yamltree_grow(struct yamltree_parser *p, struct ynode *n)
+static void
+yamltree_grow(struct ynode *n)
 {
-	struct ynode **items, **keys;
 	size_t cap;
 
 	if (n->n != 0 && (n->n < 4 || (n->n & (n->n - 1)) != 0))
-		return 0;
+		return;
 	cap = n->n == 0 ? 4 : n->n * 2;
-	items = reallocarray(n->items, cap, sizeof(*items));
-	if (items == NULL)
-		return errbuf_set(p->e, ERR_NOMEM, "%s: out of memory", p->name);
-	n->items = items;
-	if (n->kind == YNODE_MAP) {
-		keys = reallocarray(n->keys, cap, sizeof(*keys));
-		if (keys == NULL)
-			return errbuf_set(p->e, ERR_NOMEM, "%s: out of memory",
-			    p->name);
-		n->keys = keys;
-	}
-	return 0;
+	n->items = xreallocarray(n->items, cap, sizeof(*n->items));
+	if (n->kind == YNODE_MAP)
+		n->keys = xreallocarray(n->keys, cap, sizeof(*n->keys));
 }
 
 /* yamltree_attach hangs n under the open collection (or makes it the root).
@@ -165,7 +141,6 @@ static int
 yamltree_attach(struct yamltree_parser *p, struct ynode *n)
 {
 	struct yamltree_frame *f;
-	int r;
 
 	if (p->depth == 0) {
 		p->root = n;
@@ -180,9 +155,7 @@ yamltree_attach(struct yamltree_parser *p, struct ynode *n)
 	if (f->node->kind == YNODE_MAP && n->kind != YNODE_SCALAR)
 		return yamltree_err(p, ERR_INVALID, n->line, n->col,
 		    "mapping keys must be scalars");
-	r = yamltree_grow(p, f->node);
-	if (r < 0)
-		return r;
+	yamltree_grow(f->node);
 	if (f->node->kind == YNODE_MAP) {
 		f->node->keys[f->node->n] = n;
 		f->node->items[f->node->n] = NULL;
@@ -193,45 +166,20 @@ yamltree_attach(struct yamltree_parser *p, struct ynode *n)
 	return 0;
 }
 
-static size_t
-yamltree_hash(const char *s)
-{
-	uint32_t h = 2166136261u;
-
-	for (; *s != '\0'; s++)
-		h = (h ^ (unsigned char)*s) * 16777619u;
-	return h % YAMLTREE_ANCHOR_BUCKETS;
-}
-
 /* yamltree_anchor_add records a complete node under name; a later anchor
  * of the same name shadows an earlier one, as YAML says. */
-static int
+static void
 yamltree_anchor_add(struct yamltree_parser *p, const char *name,
     const struct ynode *n)
 {
-	struct yamltree_anchor *a;
-	size_t h = yamltree_hash(name);
-
-	a = calloc(1, sizeof(*a));
-	if (a == NULL || (a->name = strdup(name)) == NULL) {
-		free(a);
-		return errbuf_set(p->e, ERR_NOMEM, "%s: out of memory", p->name);
-	}
-	a->node = n;
-	a->next = p->anchors[h];
-	p->anchors[h] = a;
-	return 0;
+	/* the map holds borrowed nodes: it never frees a value */
+	hmap_put(&p->anchors, name, (void *)(uintptr_t)n);
 }
 
 static const struct ynode *
 yamltree_anchor_find(struct yamltree_parser *p, const char *name)
 {
-	struct yamltree_anchor *a;
-
-	for (a = p->anchors[yamltree_hash(name)]; a != NULL; a = a->next)
-		if (strcmp(a->name, name) == 0)
-			return a->node;
-	return NULL;
+	return hmap_get(&p->anchors, name);
 }
 
 /* yamltree_copy deep-copies src for an alias; depth is the number of
@@ -260,9 +208,7 @@ yamltree_copy(struct yamltree_parser *p, const struct ynode *src, size_t depth,
 		return 0;
 	}
 	for (i = 0; i < src->n; i++) {
-		r = yamltree_grow(p, n);
-		if (r < 0)
-			goto fail;
+		yamltree_grow(n);
 		n->items[i] = NULL;
 		if (n->kind == YNODE_MAP) {
 			n->keys[i] = NULL;
@@ -318,9 +264,7 @@ yamltree_check_keys(struct yamltree_parser *p, const struct ynode *map)
 
 	if (map->n < 2)
 		return 0;
-	sorted = reallocarray(NULL, map->n, sizeof(*sorted));
-	if (sorted == NULL)
-		return errbuf_set(p->e, ERR_NOMEM, "%s: out of memory", p->name);
+	sorted = xreallocarray(NULL, map->n, sizeof(*sorted));
 	memcpy(sorted, map->keys, map->n * sizeof(*sorted));
 	qsort(sorted, map->n, sizeof(*sorted), yamltree_key_cmp);
 	for (i = 1; i < map->n && dup == NULL; i++)
@@ -370,7 +314,7 @@ yamltree_parser_error(struct yamltree_parser *p, const yaml_parser_t *yp)
 
 	switch (yp->error) {
 	case YAML_MEMORY_ERROR:
-		return errbuf_set(p->e, ERR_NOMEM, "%s: out of memory", p->name);
+		xalloc_fatal(__FILE__, __LINE__);
 	case YAML_READER_ERROR:
 		/* The reader reports a byte offset: count lines up to it. */
 		for (i = 0; i < yp->problem_offset && i < p->len; i++) {
@@ -423,7 +367,7 @@ yamltree_scalar_event(struct yamltree_parser *p, const yaml_event_t *ev)
 	if (r < 0)
 		goto fail;
 	if (anchor != NULL)
-		return yamltree_anchor_add(p, anchor, n);
+		yamltree_anchor_add(p, anchor, n);
 	return 0;
 
 fail:
@@ -488,8 +432,8 @@ yamltree_start_event(struct yamltree_parser *p, const yaml_event_t *ev)
 	f = &p->stack[p->depth++];
 	memset(f, 0, sizeof(*f));
 	f->node = n;
-	if (anchor != NULL && (f->anchor = strdup(anchor)) == NULL)
-		return errbuf_set(p->e, ERR_NOMEM, "%s: out of memory", p->name);
+	if (anchor != NULL)
+		f->anchor = xstrdup(anchor);
 	return 0;
 }
 
@@ -506,7 +450,7 @@ yamltree_end_event(struct yamltree_parser *p)
 	if (f->node->kind == YNODE_MAP)
 		r = yamltree_check_keys(p, f->node);
 	if (r == 0 && f->anchor != NULL)
-		r = yamltree_anchor_add(p, f->anchor, f->node);
+		yamltree_anchor_add(p, f->anchor, f->node);
 	free(f->anchor);
 	f->anchor = NULL;
 	return r;
@@ -515,16 +459,9 @@ yamltree_end_event(struct yamltree_parser *p)
 static void
 yamltree_parser_release(struct yamltree_parser *p)
 {
-	struct yamltree_anchor *a, *next;
 	size_t i;
 
-	for (i = 0; i < YAMLTREE_ANCHOR_BUCKETS; i++) {
-		for (a = p->anchors[i]; a != NULL; a = next) {
-			next = a->next;
-			free(a->name);
-			free(a);
-		}
-	}
+	hmap_free(&p->anchors, NULL);
 	for (i = 0; i < p->depth; i++)
 		free(p->stack[i].anchor);
 }
@@ -539,17 +476,14 @@ yamltree_parse(const char *buf, size_t len, const char *name,
 	int r = 0, done = 0;
 
 	/* The parser state holds the depth stack and anchor table. */
-	p = calloc(1, sizeof(*p));
-	if (p == NULL)
-		return errbuf_set(e, ERR_NOMEM, "%s: out of memory", name);
+	p = xcalloc(1, sizeof(*p));
 	p->name = name;
 	p->buf = buf;
 	p->len = len;
 	p->e = e;
-	if (!yaml_parser_initialize(&yp)) {
-		free(p);
-		return errbuf_set(e, ERR_NOMEM, "%s: out of memory", name);
-	}
+	hmap_init(&p->anchors, HMAP_COPY_KEYS);
+	if (!yaml_parser_initialize(&yp))
+		xalloc_fatal(__FILE__, __LINE__);
 	yaml_parser_set_input_string(&yp, (const unsigned char *)buf, len);
 
 	while (!done && r == 0) {
@@ -599,84 +533,18 @@ yamltree_parse(const char *buf, size_t len, const char *name,
 	return r;
 }
 
-/* yamltree_read reads all of fd, refusing more than max bytes. */
-static int
-yamltree_read(int fd, const char *path, size_t max, char **ret,
-    size_t *ret_len, struct errbuf *e)
-{
-	char *buf = NULL, *nbuf;
-	size_t len = 0, cap = 0;
-	ssize_t n;
-	int r;
-
-	for (;;) {
-		if (len == cap) {
-			size_t ncap = cap == 0 ? 4096 : cap * 2;
-
-			/* one byte past the cap tells "too large" from "full" */
-			if (ncap > max + 1 && max < SIZE_MAX)
-				ncap = max + 1;
-			nbuf = malloc(ncap);
-			if (nbuf == NULL) {
-				r = errbuf_set(e, ERR_NOMEM, "%s: out of memory",
-				    path);
-				goto fail;
-			}
-			if (len > 0)
-				memcpy(nbuf, buf, len);
-			if (buf != NULL) {
-				explicit_bzero(buf, cap);
-				free(buf);
-			}
-			buf = nbuf;
-			cap = ncap;
-		}
-		n = read(fd, buf + len, cap - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-			goto fail;
-		}
-		if (n == 0)
-			break;
-		len += (size_t)n;
-		if (len > max) {
-			r = errbuf_set(e, ERR_TOO_LARGE,
-			    "%s: larger than %zu bytes", path, max);
-			goto fail;
-		}
-	}
-	*ret = buf;
-	*ret_len = len;
-	return 0;
-
-fail:
-	if (buf != NULL) {
-		explicit_bzero(buf, cap);
-		free(buf);
-	}
-	return r;
-}
-
 int
 yamltree_parse_file(const char *path, size_t max_bytes, struct ynode **ret,
     struct errbuf *e)
 {
 	char *buf = NULL;
 	size_t len = 0;
-	int fd, r;
+	int r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-	r = yamltree_read(fd, path, max_bytes, &buf, &len, e);
-	close(fd);
-	if (r < 0)
+	if ((r = readfile(path, max_bytes, 0, &buf, &len, e)) < 0)
 		return r;
 	r = yamltree_parse(buf, len, path, ret, e);
-	explicit_bzero(buf, len);
-	free(buf);
+	readfile_free(buf, len);
 	return r;
 }
 

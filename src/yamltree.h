@@ -1,10 +1,11 @@
 /* yamltree.h - a YAML document (libyaml) as a small tree with line numbers,
  * for configuration files: kubeconfig, cloud-config, inventories.
  *
- * Contract: never logs. Parse errors and cap violations return ERR_INVALID or
- * ERR_TOO_LARGE with "name:line:col: problem" in the errbuf. Aliases are
- * expanded with a node-count cap, so a billion-laughs file is an error, not an
- * explosion; scalar bytes are capped the same way. A map that repeats a key
+ * Contract: never logs; out of memory is fatal (xalloc). Parse errors and
+ * cap violations return ERR_INVALID or ERR_TOO_LARGE with "name:line:col:
+ * problem" in the errbuf. Aliases are expanded with a node-count cap, so a
+ * billion-laughs file is an error, not an explosion; scalar bytes are capped
+ * the same way. A map that repeats a key
  * is an error (YAML forbids it; libraries disagree on which value wins).
  * Mapping keys must be scalars. An alias is a copy: its top node carries the
  * alias's position, the nodes below it their anchor's. Only the first

@@ -61,19 +61,19 @@ md_azure_compose(const struct md_answer *a, struct json_object *compute, char *d
 	size_t len;
 	int r, n;
 
-	if ((r = md_build_json_str(a, compute, "subscriptionId", "compute.subscriptionId", 1,
+	if ((r = md_build_json_str(a, compute, "compute", "subscriptionId", 1,
 	    &v, &len, e)) < 0 ||
 	    (r = md_build_set(a, "compute.subscriptionId", sub, sizeof(sub), v, len,
 	    MD_V_SEGMENT | MD_V_REQUIRED, e)) < 0 ||
-	    (r = md_build_json_str(a, compute, "resourceGroupName", "compute.resourceGroupName",
+	    (r = md_build_json_str(a, compute, "compute", "resourceGroupName",
 	    1, &v, &len, e)) < 0 ||
 	    (r = md_build_set(a, "compute.resourceGroupName", rg, sizeof(rg), v, len,
 	    MD_V_SEGMENT | MD_V_REQUIRED, e)) < 0 ||
-	    (r = md_build_json_str(a, compute, "vmScaleSetName", "compute.vmScaleSetName", 0,
+	    (r = md_build_json_str(a, compute, "compute", "vmScaleSetName", 0,
 	    &v, &len, e)) < 0 ||
 	    (r = md_build_set(a, "compute.vmScaleSetName", set, sizeof(set), v, len,
 	    MD_V_SEGMENT, e)) < 0 ||
-	    (r = md_build_json_str(a, compute, "name", "compute.name", 1, &v, &len, e)) < 0 ||
+	    (r = md_build_json_str(a, compute, "compute", "name", 1, &v, &len, e)) < 0 ||
 	    (r = md_build_set(a, "compute.name", name, sizeof(name), v, len,
 	    MD_V_SEGMENT | MD_V_REQUIRED, e)) < 0)
 		return r;
@@ -104,29 +104,28 @@ md_azure_ips(const struct md_answer *a, struct json_object *iface, const char *f
     struct md_instance *in, int *ret_public, struct errbuf *e)
 {
 	struct json_object *fam, *ips;
-	char field[64];
+	char path[64];
 	const char *v;
 	size_t len;
 	int r;
 
-	snprintf(field, sizeof(field), "network.interface[0].%s", family);
-	if ((r = md_build_json_child(a, iface, family, field, json_type_object, 0, &fam,
-	    e)) < 0)
+	if ((r = md_build_json_child(a, iface, "network.interface[0]", family,
+	    json_type_object, 0, &fam, e)) < 0)
 		return r;
-	snprintf(field, sizeof(field), "network.interface[0].%s.ipAddress", family);
-	if ((r = md_build_json_child(a, fam, "ipAddress", field, json_type_array, 0, &ips,
+	snprintf(path, sizeof(path), "network.interface[0].%s", family);
+	if ((r = md_build_json_child(a, fam, path, "ipAddress", json_type_array, 0, &ips,
 	    e)) < 0)
 		return r;
 	for (size_t i = 0; ips && i < json_object_array_length(ips); i++) {
 		struct json_object *ip = json_object_array_get_idx(ips, i);
 		if (!json_object_is_type(ip, json_type_object))
-			return errbuf_set(e, ERR_INVALID, "%s: %s[%zu] is not an object", a->where,
-			    field, i);
-		if ((r = md_build_json_str(a, ip, "privateIpAddress", "privateIpAddress", 0, &v,
+			return errbuf_set(e, ERR_INVALID, "%s: %s.ipAddress[%zu] is not an object",
+			    a->where, path, i);
+		if ((r = md_build_json_str(a, ip, "", "privateIpAddress", 0, &v,
 		    &len, e)) < 0 ||
 		    (r = md_build_addr(in, a, "privateIpAddress", MD_ADDR_INTERNAL_IP, v, len,
 		    e)) < 0 ||
-		    (r = md_build_json_str(a, ip, "publicIpAddress", "publicIpAddress", 0, &v,
+		    (r = md_build_json_str(a, ip, "", "publicIpAddress", 0, &v,
 		    &len, e)) < 0 ||
 		    (r = md_build_addr(in, a, "publicIpAddress", MD_ADDR_EXTERNAL_IP, v, len,
 		    e)) < 0)
@@ -154,10 +153,10 @@ md_azure_lb(const struct md_getter *g, struct md_instance *in, struct errbuf *e)
 	if (a.status == 404)
 		goto out;
 	if ((r = md_build_json(&a, &doc, e)) < 0 ||
-	    (r = md_build_json_child(&a, doc, "loadbalancer", "loadbalancer", json_type_object,
+	    (r = md_build_json_child(&a, doc, "", "loadbalancer", json_type_object,
 	    1, &lb, e)) < 0 ||
-	    (r = md_build_json_child(&a, lb, "publicIpAddresses",
-	    "loadbalancer.publicIpAddresses", json_type_array, 0, &list, e)) < 0)
+	    (r = md_build_json_child(&a, lb, "loadbalancer",
+	    "publicIpAddresses", json_type_array, 0, &list, e)) < 0)
 		goto out;
 	for (size_t i = 0; list && i < json_object_array_length(list); i++) {
 		struct json_object *it = json_object_array_get_idx(list, i);
@@ -168,8 +167,8 @@ md_azure_lb(const struct md_getter *g, struct md_instance *in, struct errbuf *e)
 			    a.where, i);
 			goto out;
 		}
-		if ((r = md_build_json_str(&a, it, "privateIpAddress",
-		    "publicIpAddresses[].privateIpAddress", 0, &v, &len, e)) < 0 ||
+		if ((r = md_build_json_str(&a, it, "publicIpAddresses[]",
+		    "privateIpAddress", 0, &v, &len, e)) < 0 ||
 		    (r = md_build_set(&a, "publicIpAddresses[].privateIpAddress", priv,
 		    sizeof(priv), v, len, MD_V_WORD, e)) < 0)
 			goto out;
@@ -179,8 +178,8 @@ md_azure_lb(const struct md_getter *g, struct md_instance *in, struct errbuf *e)
 				mine = 1;
 		if (!mine)
 			continue;
-		if ((r = md_build_json_str(&a, it, "frontendIpAddress",
-		    "publicIpAddresses[].frontendIpAddress", 0, &v, &len, e)) < 0 ||
+		if ((r = md_build_json_str(&a, it, "publicIpAddresses[]",
+		    "frontendIpAddress", 0, &v, &len, e)) < 0 ||
 		    (r = md_build_addr(in, &a, "frontendIpAddress", MD_ADDR_EXTERNAL_IP, v, len,
 		    e)) < 0)
 			goto out;
@@ -207,27 +206,27 @@ md_azure_build(const struct md_getter *g, struct md_instance *in, struct errbuf 
 	if ((r = g->get(g->arg, MD_AZURE_INSTANCE, 0, &a, e)) < 0)
 		return r;
 	if ((r = md_build_json(&a, &doc, e)) < 0 ||
-	    (r = md_build_json_child(&a, doc, "compute", "compute", json_type_object, 1,
+	    (r = md_build_json_child(&a, doc, "", "compute", json_type_object, 1,
 	    &compute, e)) < 0)
 		goto out;
-	if ((r = md_build_json_str(&a, compute, "vmId", "compute.vmId", 1, &v, &len, e)) < 0 ||
+	if ((r = md_build_json_str(&a, compute, "compute", "vmId", 1, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "compute.vmId", in->instance_id, sizeof(in->instance_id), v,
 	    len, MD_V_SEGMENT | MD_V_REQUIRED, e)) < 0 ||
-	    (r = md_build_json_str(&a, compute, "name", "compute.name", 1, &v, &len, e)) < 0 ||
+	    (r = md_build_json_str(&a, compute, "compute", "name", 1, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "compute.name", in->name, sizeof(in->name), v, len,
 	    MD_V_SEGMENT | MD_V_REQUIRED, e)) < 0 ||
-	    (r = md_build_json_str(&a, compute, "vmSize", "compute.vmSize", 1, &v, &len,
+	    (r = md_build_json_str(&a, compute, "compute", "vmSize", 1, &v, &len,
 	    e)) < 0 ||
 	    (r = md_build_set(&a, "compute.vmSize", in->instance_type,
 	    sizeof(in->instance_type), v, len, MD_V_WORD | MD_V_REQUIRED, e)) < 0 ||
-	    (r = md_build_json_str(&a, compute, "location", "compute.location", 1, &v, &len,
+	    (r = md_build_json_str(&a, compute, "compute", "location", 1, &v, &len,
 	    e)) < 0 ||
 	    (r = md_build_set(&a, "compute.location", in->region, sizeof(in->region), v, len,
 	    MD_V_WORD | MD_V_REQUIRED, e)) < 0)
 		goto out;
 	md_azure_lower(in->region);
 	/* makeZone: <location>-<zone>; no zone: the fault domain */
-	if ((r = md_build_json_str(&a, compute, "zone", "compute.zone", 0, &v, &len, e)) < 0 ||
+	if ((r = md_build_json_str(&a, compute, "compute", "zone", 0, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "compute.zone", zone, sizeof(zone), v, len, MD_V_WORD,
 	    e)) < 0)
 		goto out;
@@ -238,22 +237,22 @@ md_azure_build(const struct md_getter *g, struct md_instance *in, struct errbuf 
 			goto out;
 		}
 		md_azure_lower(in->zone);
-	} else if ((r = md_build_json_str(&a, compute, "platformFaultDomain",
-	    "compute.platformFaultDomain", 0, &v, &len, e)) < 0 ||
+	} else if ((r = md_build_json_str(&a, compute, "compute",
+	    "platformFaultDomain", 0, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "compute.platformFaultDomain", in->zone, sizeof(in->zone), v,
 	    len, MD_V_WORD, e)) < 0) {
 		goto out;
 	}
-	if ((r = md_build_json_child(&a, compute, "osProfile", "compute.osProfile",
+	if ((r = md_build_json_child(&a, compute, "compute", "osProfile",
 	    json_type_object, 0, &os, e)) < 0 ||
-	    (r = md_build_json_str(&a, os, "computerName", "compute.osProfile.computerName", 0,
+	    (r = md_build_json_str(&a, os, "compute.osProfile", "computerName", 0,
 	    &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "compute.osProfile.computerName", in->hostname,
 	    sizeof(in->hostname), v, len, MD_V_WORD, e)) < 0)
 		goto out;
 	if (in->hostname[0] == '\0')
 		memcpy(in->hostname, in->name, strlen(in->name) + 1);
-	if ((r = md_build_json_str(&a, compute, "resourceId", "compute.resourceId", 0, &v,
+	if ((r = md_build_json_str(&a, compute, "compute", "resourceId", 0, &v,
 	    &len, e)) < 0)
 		goto out;
 	r = len ? md_azure_resource_id(&a, v, len, arm, sizeof(arm), e) :
@@ -271,9 +270,9 @@ md_azure_build(const struct md_getter *g, struct md_instance *in, struct errbuf 
 		    strlen(host), e)) < 0)
 			goto out;
 	}
-	if ((r = md_build_json_child(&a, doc, "network", "network", json_type_object, 1, &net,
+	if ((r = md_build_json_child(&a, doc, "", "network", json_type_object, 1, &net,
 	    e)) < 0 ||
-	    (r = md_build_json_child(&a, net, "interface", "network.interface", json_type_array,
+	    (r = md_build_json_child(&a, net, "network", "interface", json_type_array,
 	    1, &ifaces, e)) < 0)
 		goto out;
 	if (json_object_array_length(ifaces) > 0) {

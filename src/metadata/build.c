@@ -8,7 +8,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "jsonx.h"
+
 #define MD_BUILD_DNS_MAX 253  /* bytes in a DNS name */
+#define MD_BUILD_FIELD_MAX 128 /* bytes: a field's path in messages */
 
 /* md_build_utf8 returns the length of the valid UTF-8 sequence of two to
  * four bytes at s (no overlongs, surrogates or values past U+10FFFF), or 0. */
@@ -235,38 +238,14 @@ md_build_provider_id(struct md_instance *in, const struct md_answer *a, struct e
 int
 md_build_json(const struct md_answer *a, struct json_object **ret, struct errbuf *e)
 {
-	struct json_tokener *tok;
 	struct json_object *o;
-	enum json_tokener_error err;
-	size_t end;
+	int r;
 
 	if (a->len > MD_BODY_MAX)
 		return errbuf_set(e, ERR_TOO_LARGE, "%s: larger than %d bytes", a->where,
 		    MD_BODY_MAX);
-	if ((tok = json_tokener_new_ex(MD_JSON_DEPTH)) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
-	o = json_tokener_parse_ex(tok, a->body, (int)a->len);
-	err = json_tokener_get_error(tok);
-	end = json_tokener_get_parse_end(tok);
-	json_tokener_free(tok);
-	if (err == json_tokener_continue || (o == NULL && err == json_tokener_success)) {
-		json_object_put(o);
-		return errbuf_set(e, ERR_INVALID, "%s: truncated JSON (%zu bytes)", a->where,
-		    a->len);
-	}
-	if (err != json_tokener_success) {
-		json_object_put(o);
-		return errbuf_set(e, ERR_INVALID, "%s: invalid JSON near byte %zu: %s",
-		    a->where, end, json_tokener_error_desc(err));
-	}
-	while (end < a->len && md_build_space(a->body[end]))
-		end++;
-	if (end != a->len) {
-		json_object_put(o);
-		return errbuf_set(e, ERR_INVALID, "%s: unexpected data after the JSON at byte %zu",
-		    a->where, end);
-	}
+	if ((r = jsonx_parse(a->body, a->len, MD_JSON_DEPTH, &o, e)) < 0)
+		return errbuf_prefix(e, r, "%s", a->where);
 	if (!json_object_is_type(o, json_type_object)) {
 		json_object_put(o);
 		return errbuf_set(e, ERR_INVALID, "%s: not a JSON object", a->where);
@@ -275,55 +254,27 @@ md_build_json(const struct md_answer *a, struct json_object **ret, struct errbuf
 	return 0;
 }
 
-static const char *
-md_build_json_type_name(enum json_type t)
-{
-	switch (t) {
-	case json_type_null: return "null";
-	case json_type_boolean: return "a boolean";
-	case json_type_double: return "a number";
-	case json_type_int: return "an integer";
-	case json_type_object: return "an object";
-	case json_type_array: return "an array";
-	case json_type_string: return "a string";
-	}
-	return "unknown";
-}
-
 int
-md_build_json_child(const struct md_answer *a, struct json_object *obj, const char *key,
-    const char *field, enum json_type type, int required, struct json_object **ret,
+md_build_json_child(const struct md_answer *a, struct json_object *obj, const char *path,
+    const char *key, enum json_type type, int required, struct json_object **ret,
     struct errbuf *e)
 {
-	struct json_object *v = NULL;
+	int r;
 
-	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
-	    json_object_is_type(v, json_type_null)) {
-		if (required)
-			return errbuf_set(e, ERR_INVALID, "%s: no %s", a->where, field);
-		*ret = NULL;
-		return 0;
-	}
-	if (!json_object_is_type(v, type))
-		return errbuf_set(e, ERR_INVALID, "%s: %s is %s, not %s", a->where, field,
-		    md_build_json_type_name(json_object_get_type(v)),
-		    md_build_json_type_name(type));
-	*ret = v;
+	if ((r = jsonx_get(obj, path, key, type, required ? JSONX_REQUIRED : 0, ret, e)) < 0)
+		return errbuf_prefix(e, r, "%s", a->where);
 	return 0;
 }
 
 int
-md_build_json_str(const struct md_answer *a, struct json_object *obj, const char *key,
-    const char *field, int required, const char **ret, size_t *ret_len, struct errbuf *e)
+md_build_json_str(const struct md_answer *a, struct json_object *obj, const char *path,
+    const char *key, int required, const char **ret, size_t *ret_len, struct errbuf *e)
 {
-	struct json_object *v;
 	int r;
 
-	if ((r = md_build_json_child(a, obj, key, field, json_type_string, required, &v,
+	if ((r = jsonx_str(obj, path, key, required ? JSONX_REQUIRED : 0, ret, ret_len,
 	    e)) < 0)
-		return r;
-	*ret = v ? json_object_get_string(v) : NULL;
-	*ret_len = v ? (size_t)json_object_get_string_len(v) : 0;
+		return errbuf_prefix(e, r, "%s", a->where);
 	return 0;
 }
 
@@ -339,33 +290,35 @@ md_build_digits(const char *s, size_t len)
 }
 
 int
-md_build_json_id(const struct md_answer *a, struct json_object *obj, const char *key,
-    const char *field, char *dst, size_t cap, struct errbuf *e)
+md_build_json_id(const struct md_answer *a, struct json_object *obj, const char *path,
+    const char *key, char *dst, size_t cap, struct errbuf *e)
 {
-	struct json_object *v;
+	struct json_object *v = NULL;
+	char field[MD_BUILD_FIELD_MAX];
 	const char *s;
 	size_t len;
 
+	snprintf(field, sizeof(field), "%s%s%s", path, *path ? "." : "", key);
 	if (obj == NULL || !json_object_object_get_ex(obj, key, &v) ||
 	    json_object_is_type(v, json_type_null))
-		return errbuf_set(e, ERR_INVALID, "%s: no %s", a->where, field);
+		return errbuf_set(e, ERR_INVALID, "%s: %s: missing", a->where, field);
 	if (json_object_is_type(v, json_type_int)) {
 		s = json_object_to_json_string_ext(v, JSON_C_TO_STRING_PLAIN);
 		/* json-c saturates integers beyond 64 bits: the top value is no
 		 * proof of the number the service sent */
 		if (s == NULL || strcmp(s, "18446744073709551615") == 0)
-			return errbuf_set(e, ERR_INVALID, "%s: %s is out of range", a->where,
+			return errbuf_set(e, ERR_INVALID, "%s: %s: out of range", a->where,
 			    field);
 	} else if (json_object_is_type(v, json_type_string)) {
 		s = json_object_get_string(v);
+		if (!jsonx_string_ok(v))
+			return errbuf_set(e, ERR_INVALID, "%s: %s: holds a NUL character",
+			    a->where, field);
 	} else {
-		return errbuf_set(e, ERR_INVALID, "%s: %s is %s, not an integer", a->where,
-		    field, md_build_json_type_name(json_object_get_type(v)));
+		return errbuf_set(e, ERR_INVALID, "%s: %s: expected an integer, not %s",
+		    a->where, field, jsonx_type_name(json_object_get_type(v)));
 	}
 	len = strlen(s);
-	if (json_object_is_type(v, json_type_string) &&
-	    (size_t)json_object_get_string_len(v) != len)
-		return errbuf_set(e, ERR_INVALID, "%s: %s has a NUL byte", a->where, field);
 	if (!md_build_digits(s, len))
 		return errbuf_set(e, ERR_INVALID, "%s: %s \"%.32s\" is not a positive decimal id",
 		    a->where, field, s);

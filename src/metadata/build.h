@@ -1,9 +1,10 @@
 /* build.h - checked steps from metadata answers to a struct md_instance:
- * field validation with caps, canonical addresses, strict JSON.
+ * field validation with caps, canonical addresses, strict JSON (jsonx).
  *
  * Contract: never logs. Every function that fails returns ERR_INVALID (or
- * ERR_NOMEM) with a message naming the answer's origin (a->where) and the
- * field; nothing is written to the destination field on failure. */
+ * ERR_TOO_LARGE) with a message naming the answer's origin (a->where) and
+ * the field ("GET URL: compute.vmId: missing"); nothing is written to the
+ * destination field on failure. */
 #ifndef BOOTCCM_MD_BUILD_H
 #define BOOTCCM_MD_BUILD_H
 
@@ -59,28 +60,29 @@ int md_build_ip_family(const char *addr);
 int md_build_provider_id(struct md_instance *in, const struct md_answer *a,
     struct errbuf *e, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
-/* md_build_json parses a's whole body as one JSON object (strict, UTF-8
- * checked, MD_JSON_DEPTH levels, only whitespace after it). The object in
- * *ret is the caller's (json_object_put). */
+/* md_build_json parses a's whole body as one JSON object with jsonx_parse
+ * (MD_JSON_DEPTH levels). The object in *ret is the caller's
+ * (json_object_put). */
 int md_build_json(const struct md_answer *a, struct json_object **ret, struct errbuf *e);
 
-/* md_build_json_child looks key up in obj and checks its type: 0 and *ret
- * (borrowed) or NULL when absent or null and !required; ERR_INVALID when
- * required and absent, or of another type. field names it in messages. */
+/* md_build_json_child is jsonx_get of key in obj (obj NULL: absent) with the
+ * answer's origin before the message: 0 and *ret (borrowed) or NULL when
+ * absent or null and !required; ERR_INVALID when required and absent, or of
+ * another type. path names obj in messages ("compute", "" at the top). */
 int md_build_json_child(const struct md_answer *a, struct json_object *obj,
-    const char *key, const char *field, enum json_type type, int required,
+    const char *path, const char *key, enum json_type type, int required,
     struct json_object **ret, struct errbuf *e);
 
-/* md_build_json_str is md_build_json_child for strings: *ret and *ret_len
- * (NULL and 0 when absent and optional). */
+/* md_build_json_str is md_build_json_child for strings (jsonx_str): *ret and
+ * *ret_len (NULL and 0 when absent and optional); a NUL inside is refused. */
 int md_build_json_str(const struct md_answer *a, struct json_object *obj,
-    const char *key, const char *field, int required, const char **ret,
+    const char *path, const char *key, int required, const char **ret,
     size_t *ret_len, struct errbuf *e);
 
 /* md_build_json_id reads a positive decimal id that is a JSON integer (any
  * size up to 2^64-2, exact) or a string of digits into dst. */
 int md_build_json_id(const struct md_answer *a, struct json_object *obj,
-    const char *key, const char *field, char *dst, size_t cap, struct errbuf *e);
+    const char *path, const char *key, char *dst, size_t cap, struct errbuf *e);
 
 /* md_build_leaf gets path through g and stores its text, trimmed, in dst
  * (checked against flags; field names it). Returns 0, 1 when optional and

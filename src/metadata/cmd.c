@@ -10,6 +10,7 @@
 #include "http.h"
 #include "metadata/format.h"
 #include "metadata/metadata.h"
+#include "xalloc.h"
 
 #define MD_CMD_PROG "bootccm metadata"
 
@@ -128,9 +129,9 @@ md_cmd(int argc, char **argv)
 		rc = r == ERR_NOT_FOUND ? MD_CMD_EXIT_NOT_FOUND : MD_CMD_EXIT_FAILED;
 		goto out;
 	}
-	if ((out = malloc(MD_FORMAT_OUT_MAX)) == NULL ||
-	    (r = md_format_write(&in, fmt, out, MD_FORMAT_OUT_MAX, &e)) < 0) {
-		fprintf(stderr, MD_CMD_PROG ": %s\n", out ? e.msg : "out of memory");
+	out = xmalloc(MD_FORMAT_OUT_MAX);
+	if ((r = md_format_write(&in, fmt, out, MD_FORMAT_OUT_MAX, &e)) < 0) {
+		fprintf(stderr, MD_CMD_PROG ": %s\n", e.msg);
 		rc = MD_CMD_EXIT_FAILED;
 		goto out;
 	}

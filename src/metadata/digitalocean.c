@@ -15,24 +15,25 @@ md_digitalocean_ip(const struct md_answer *a, struct json_object *ifaces, const 
 	struct json_object *list, *nic, *fam;
 	const char *v;
 	size_t len;
-	char field[64];
+	char path[64], field[80];
 	int r;
 
-	snprintf(field, sizeof(field), "interfaces.%s", kind);
-	if ((r = md_build_json_child(a, ifaces, kind, field, json_type_array, 0, &list,
+	if ((r = md_build_json_child(a, ifaces, "interfaces", kind, json_type_array, 0, &list,
 	    e)) < 0)
 		return r;
 	if (list == NULL || json_object_array_length(list) == 0)
 		return 0;
 	nic = json_object_array_get_idx(list, 0);
 	if (!json_object_is_type(nic, json_type_object))
-		return errbuf_set(e, ERR_INVALID, "%s: %s[0] is not an object", a->where, field);
-	snprintf(field, sizeof(field), "interfaces.%s[0].%s", kind, family);
-	if ((r = md_build_json_child(a, nic, family, field, json_type_object, 0, &fam, e)) < 0)
+		return errbuf_set(e, ERR_INVALID, "%s: interfaces.%s[0] is not an object",
+		    a->where, kind);
+	snprintf(path, sizeof(path), "interfaces.%s[0]", kind);
+	if ((r = md_build_json_child(a, nic, path, family, json_type_object, 0, &fam, e)) < 0)
 		return r;
-	snprintf(field, sizeof(field), "interfaces.%s[0].%s.ip_address", kind, family);
-	if ((r = md_build_json_str(a, fam, "ip_address", field, 0, &v, &len, e)) < 0)
+	snprintf(path, sizeof(path), "interfaces.%s[0].%s", kind, family);
+	if ((r = md_build_json_str(a, fam, path, "ip_address", 0, &v, &len, e)) < 0)
 		return r;
+	snprintf(field, sizeof(field), "%s.ip_address", path);
 	return md_build_addr(in, a, field, type, v, len, e);
 }
 
@@ -52,13 +53,13 @@ md_digitalocean_build(const struct md_getter *g, struct md_instance *in,
 	if ((r = g->get(g->arg, MD_DIGITALOCEAN_DOC, 0, &a, e)) < 0)
 		return r;
 	if ((r = md_build_json(&a, &doc, e)) < 0 ||
-	    (r = md_build_json_id(&a, doc, "droplet_id", "droplet_id", in->instance_id,
+	    (r = md_build_json_id(&a, doc, "", "droplet_id", in->instance_id,
 	    sizeof(in->instance_id), e)) < 0 ||
 	    (r = md_build_provider_id(in, &a, e, "digitalocean://%s", in->instance_id)) < 0 ||
-	    (r = md_build_json_str(&a, doc, "hostname", "hostname", 0, &v, &len, e)) < 0 ||
+	    (r = md_build_json_str(&a, doc, "", "hostname", 0, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "hostname", in->hostname, sizeof(in->hostname), v, len,
 	    MD_V_WORD, e)) < 0 ||
-	    (r = md_build_json_str(&a, doc, "region", "region", 1, &v, &len, e)) < 0 ||
+	    (r = md_build_json_str(&a, doc, "", "region", 1, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "region", in->region, sizeof(in->region), v, len,
 	    MD_V_WORD | MD_V_REQUIRED, e)) < 0)
 		goto out;
@@ -67,7 +68,7 @@ md_digitalocean_build(const struct md_getter *g, struct md_instance *in,
 	if ((r = md_build_addr(in, &a, "hostname", MD_ADDR_HOSTNAME, in->hostname,
 	    strlen(in->hostname), e)) < 0)
 		goto out;
-	if ((r = md_build_json_child(&a, doc, "interfaces", "interfaces", json_type_object, 0,
+	if ((r = md_build_json_child(&a, doc, "", "interfaces", json_type_object, 0,
 	    &ifaces, e)) < 0)
 		goto out;
 	if (ifaces &&

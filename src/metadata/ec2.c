@@ -154,7 +154,7 @@ md_ec2_region(const struct md_getter *g, struct md_instance *in, struct errbuf *
 		return r;
 	if ((r = md_build_json(&a, &doc, e)) < 0)
 		goto out;
-	if ((r = md_build_json_str(&a, doc, "region", "region", 1, &v, &len, e)) < 0)
+	if ((r = md_build_json_str(&a, doc, "", "region", 1, &v, &len, e)) < 0)
 		goto out;
 	r = md_build_set(&a, "region", in->region, sizeof(in->region), v, len,
 	    MD_V_WORD | MD_V_REQUIRED, e);

@@ -52,12 +52,12 @@ md_gce_nic(const struct md_answer *a, struct json_object *nic, struct md_instanc
 	if (!json_object_is_type(nic, json_type_object))
 		return errbuf_set(e, ERR_INVALID, "%s: a networkInterfaces item is not an object",
 		    a->where);
-	if ((r = md_build_json_str(a, nic, "ip", "networkInterfaces[].ip", 0, &v, &len,
+	if ((r = md_build_json_str(a, nic, "networkInterfaces[]", "ip", 0, &v, &len,
 	    e)) < 0 ||
 	    (r = md_build_addr(in, a, "networkInterfaces[].ip", MD_ADDR_INTERNAL_IP, v, len,
 	    e)) < 0)
 		return r;
-	if ((r = md_build_json_child(a, nic, "accessConfigs", "networkInterfaces[].accessConfigs",
+	if ((r = md_build_json_child(a, nic, "networkInterfaces[]", "accessConfigs",
 	    json_type_array, 0, &acs, e)) < 0)
 		return r;
 	for (size_t i = 0; acs && i < json_object_array_length(acs); i++) {
@@ -66,13 +66,13 @@ md_gce_nic(const struct md_answer *a, struct json_object *nic, struct md_instanc
 			return errbuf_set(e, ERR_INVALID, "%s: an accessConfigs item is not an object",
 			    a->where);
 		/* an access config without an external IP has "" (GCE provider skips it) */
-		if ((r = md_build_json_str(a, ac, "externalIp", "accessConfigs[].externalIp", 0,
+		if ((r = md_build_json_str(a, ac, "accessConfigs[]", "externalIp", 0,
 		    &v, &len, e)) < 0 ||
 		    (r = md_build_addr(in, a, "accessConfigs[].externalIp", MD_ADDR_EXTERNAL_IP,
 		    v, len, e)) < 0)
 			return r;
 	}
-	if ((r = md_build_json_child(a, nic, "ipv6s", "networkInterfaces[].ipv6s",
+	if ((r = md_build_json_child(a, nic, "networkInterfaces[]", "ipv6s",
 	    json_type_array, 0, &v6, e)) < 0)
 		return r;
 	for (size_t i = 0; v6 && i < json_object_array_length(v6); i++) {
@@ -104,18 +104,18 @@ md_gce_build(const struct md_getter *g, struct md_instance *in, struct errbuf *e
 		return r;
 	if ((r = md_build_json(&a, &doc, e)) < 0)
 		goto out;
-	if ((r = md_build_json_id(&a, doc, "id", "id", in->instance_id,
+	if ((r = md_build_json_id(&a, doc, "", "id", in->instance_id,
 	    sizeof(in->instance_id), e)) < 0)
 		goto out;
-	if ((r = md_build_json_str(&a, doc, "name", "name", 1, &v, &len, e)) < 0 ||
+	if ((r = md_build_json_str(&a, doc, "", "name", 1, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "name", in->name, sizeof(in->name), v, len,
 	    MD_V_SEGMENT | MD_V_REQUIRED, e)) < 0)
 		goto out;
-	if ((r = md_build_json_str(&a, doc, "hostname", "hostname", 0, &v, &len, e)) < 0 ||
+	if ((r = md_build_json_str(&a, doc, "", "hostname", 0, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "hostname", in->hostname, sizeof(in->hostname), v, len,
 	    MD_V_WORD, e)) < 0)
 		goto out;
-	if ((r = md_build_json_str(&a, doc, "zone", "zone", 1, &v, &len, e)) < 0 ||
+	if ((r = md_build_json_str(&a, doc, "", "zone", 1, &v, &len, e)) < 0 ||
 	    (r = md_gce_last(&a, "zone", "zones", v, len, &last, &llen, e)) < 0 ||
 	    (r = md_build_set(&a, "zone", in->zone, sizeof(in->zone), last, llen,
 	    MD_V_SEGMENT | MD_V_REQUIRED, e)) < 0)
@@ -131,13 +131,13 @@ md_gce_build(const struct md_getter *g, struct md_instance *in, struct errbuf *e
 		memcpy(in->region, in->zone, (size_t)(dash - in->zone));
 		in->region[dash - in->zone] = '\0';
 	}
-	if ((r = md_build_json_str(&a, doc, "machineType", "machineType", 1, &v, &len,
+	if ((r = md_build_json_str(&a, doc, "", "machineType", 1, &v, &len,
 	    e)) < 0 ||
 	    (r = md_gce_last(&a, "machineType", "machineTypes", v, len, &last, &llen, e)) < 0 ||
 	    (r = md_build_set(&a, "machineType", in->instance_type, sizeof(in->instance_type),
 	    last, llen, MD_V_WORD | MD_V_REQUIRED, e)) < 0)
 		goto out;
-	if ((r = md_build_json_child(&a, doc, "networkInterfaces", "networkInterfaces",
+	if ((r = md_build_json_child(&a, doc, "", "networkInterfaces",
 	    json_type_array, 1, &nics, e)) < 0)
 		goto out;
 	if (json_object_array_length(nics) > MD_GCE_NICS_MAX) {

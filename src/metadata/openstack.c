@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "metadata/build.h"
+#include "readfile.h"
+#include "xalloc.h"
 
 int
 md_openstack_drive_get(void *arg, const char *path, int optional, struct md_answer *ret,
@@ -19,16 +21,14 @@ md_openstack_drive_get(void *arg, const char *path, int optional, struct md_answ
 	const char *dir = arg;
 	struct md_answer a;
 	struct stat st;
-	size_t len = 0;
-	int fd, r = 0;
+	int fd, r;
 
 	memset(&a, 0, sizeof(a));
 	if ((size_t)snprintf(a.where, sizeof(a.where), "%s%s", dir, path) >= sizeof(a.where))
 		return errbuf_set(e, ERR_INVALID, "%s%s: path too long", dir, path);
 	if ((fd = open(a.where, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
 		if (errno == ENOENT && optional) {
-			if ((a.body = strdup("")) == NULL)
-				return errbuf_set(e, ERR_NOMEM, "out of memory");
+			a.body = xstrdup("");
 			a.status = 404;
 			*ret = a;
 			return 0;
@@ -36,39 +36,16 @@ md_openstack_drive_get(void *arg, const char *path, int optional, struct md_answ
 		return errbuf_set(e, errno == ENOENT ? ERR_INVALID : ERR_IO, "%s: %s", a.where,
 		    strerror(errno));
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
 		r = errbuf_set(e, ERR_INVALID, "%s: not a regular file", a.where);
-		goto out;
-	}
-	if (st.st_size > MD_BODY_MAX) {
-		r = errbuf_set(e, ERR_TOO_LARGE, "%s: larger than %d bytes", a.where, MD_BODY_MAX);
-		goto out;
-	}
-	if ((a.body = malloc((size_t)st.st_size + 1)) == NULL) {
-		r = errbuf_set(e, ERR_NOMEM, "out of memory");
-		goto out;
-	}
-	while (len < (size_t)st.st_size) {
-		ssize_t n = read(fd, a.body + len, (size_t)st.st_size - len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = errbuf_set(e, ERR_IO, "%s: %s", a.where, strerror(errno));
-			goto out;
-		}
-		if (n == 0)
-			break; /* shrank under us: parse what is there, it must still be whole */
-		len += (size_t)n;
-	}
-	a.body[len] = '\0';
-	a.len = len;
+	else
+		r = readfile_fd(fd, a.where, MD_BODY_MAX, &a.body, &a.len, e);
+	close(fd);
+	if (r < 0)
+		return r;
 	a.status = 200;
 	*ret = a;
-	a.body = NULL;
-out:
-	free(a.body);
-	close(fd);
-	return r;
+	return 0;
 }
 
 /* md_openstack_ec2 adds the facts of the EC2-compatible tree: the flavor and
@@ -110,11 +87,11 @@ md_openstack_ec2_drive(const struct md_getter *g, struct md_instance *in,
 	if (a->status == 404)
 		return 0;
 	if ((r = md_build_json(a, ret_doc, e)) < 0 ||
-	    (r = md_build_json_str(a, *ret_doc, "instance-type", "instance-type", 0, &v, &len,
+	    (r = md_build_json_str(a, *ret_doc, "", "instance-type", 0, &v, &len,
 	    e)) < 0 ||
 	    (r = md_build_set(a, "instance-type", in->instance_type, sizeof(in->instance_type),
 	    v, len, MD_V_WORD, e)) < 0 ||
-	    (r = md_build_json_str(a, *ret_doc, "local-ipv4", "local-ipv4", 0, &v, &len,
+	    (r = md_build_json_str(a, *ret_doc, "", "local-ipv4", 0, &v, &len,
 	    e)) < 0)
 		return r;
 	return md_build_addr(in, a, "local-ipv4", MD_ADDR_INTERNAL_IP, v, len, e);
@@ -136,7 +113,7 @@ md_openstack_networks(const struct md_getter *g, struct md_instance *in, struct 
 	if (a.status == 404)
 		goto out;
 	if ((r = md_build_json(&a, &doc, e)) < 0 ||
-	    (r = md_build_json_child(&a, doc, "networks", "networks", json_type_array, 0, &nets,
+	    (r = md_build_json_child(&a, doc, "", "networks", json_type_array, 0, &nets,
 	    e)) < 0)
 		goto out;
 	if (nets && json_object_array_length(nets) > MD_OPENSTACK_NETWORKS_MAX) {
@@ -151,13 +128,13 @@ md_openstack_networks(const struct md_getter *g, struct md_instance *in, struct 
 			    i);
 			goto out;
 		}
-		if ((r = md_build_json_str(&a, n, "type", "networks[].type", 1, &v, &len, e)) < 0)
+		if ((r = md_build_json_str(&a, n, "networks[]", "type", 1, &v, &len, e)) < 0)
 			goto out;
 		/* ipv4_dhcp and ipv6_dhcp(stateless) networks carry no address */
 		if (!((len == 4 && memcmp(v, "ipv4", 4) == 0) ||
 		    (len == 4 && memcmp(v, "ipv6", 4) == 0)))
 			continue;
-		if ((r = md_build_json_str(&a, n, "ip_address", "networks[].ip_address", 1, &v,
+		if ((r = md_build_json_str(&a, n, "networks[]", "ip_address", 1, &v,
 		    &len, e)) < 0 ||
 		    (r = md_build_addr(in, &a, "networks[].ip_address", MD_ADDR_INTERNAL_IP, v, len,
 		    e)) < 0)
@@ -186,16 +163,16 @@ md_openstack_build(const struct md_getter *g, enum md_source source,
 	if ((r = g->get(g->arg, MD_OPENSTACK_META, 0, &a, e)) < 0)
 		return r;
 	if ((r = md_build_json(&a, &doc, e)) < 0 ||
-	    (r = md_build_json_str(&a, doc, "uuid", "uuid", 1, &v, &len, e)) < 0 ||
+	    (r = md_build_json_str(&a, doc, "", "uuid", 1, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "uuid", in->instance_id, sizeof(in->instance_id), v, len,
 	    MD_V_SEGMENT | MD_V_REQUIRED, e)) < 0 ||
-	    (r = md_build_json_str(&a, doc, "name", "name", 0, &v, &len, e)) < 0 ||
+	    (r = md_build_json_str(&a, doc, "", "name", 0, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "name", in->name, sizeof(in->name), v, len,
 	    MD_V_TEXT | MD_V_UTF8, e)) < 0 ||
-	    (r = md_build_json_str(&a, doc, "hostname", "hostname", 0, &v, &len, e)) < 0 ||
+	    (r = md_build_json_str(&a, doc, "", "hostname", 0, &v, &len, e)) < 0 ||
 	    (r = md_build_set(&a, "hostname", in->hostname, sizeof(in->hostname), v, len,
 	    MD_V_WORD, e)) < 0 ||
-	    (r = md_build_json_str(&a, doc, "availability_zone", "availability_zone", 0, &v,
+	    (r = md_build_json_str(&a, doc, "", "availability_zone", 0, &v,
 	    &len, e)) < 0 ||
 	    (r = md_build_set(&a, "availability_zone", in->zone, sizeof(in->zone), v, len,
 	    MD_V_TEXT | MD_V_UTF8, e)) < 0 ||
@@ -214,7 +191,7 @@ md_openstack_build(const struct md_getter *g, enum md_source source,
 	if (source == MD_SOURCE_SERVICE) {
 		r = md_openstack_ec2_service(g, in, 1, e);
 	} else if (ec2) {
-		if ((r = md_build_json_str(&ea, ec2, "public-ipv4", "public-ipv4", 0, &v, &len,
+		if ((r = md_build_json_str(&ea, ec2, "", "public-ipv4", 0, &v, &len,
 		    e)) == 0)
 			r = md_build_addr(in, &ea, "public-ipv4", MD_ADDR_EXTERNAL_IP, v, len, e);
 	}

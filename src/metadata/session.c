@@ -15,8 +15,9 @@
 
 #include "backoff.h"
 #include "clock.h"
-#include "stop.h"
 #include "http.h"
+#include "stop.h"
+#include "xalloc.h"
 
 #define MD_SESSION_HEADERS_MAX 8   /* session headers plus per-request ones */
 #define MD_SESSION_EXCERPT 80      /* bytes of an error body quoted in messages */
@@ -111,7 +112,7 @@ md_session_connect(const struct addrinfo *ai, long deadline_ms)
 	} else if (errno == EINPROGRESS) {
 		for (;;) {
 			struct pollfd pfd = { .fd = fd, .events = POLLOUT };
-			long left = deadline_ms - ((long)(clock_mono_ns() / 1000000));
+			long left = deadline_ms - (long)(clock_mono_ns() / NS_PER_MS);
 			int pr;
 			if (left <= 0)
 				break;
@@ -142,7 +143,7 @@ md_session_probe(const char *url, long timeout_ms, struct errbuf *e)
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_NUMERICSERV;
-	deadline = ((long)(clock_mono_ns() / 1000000)) + timeout_ms;
+	deadline = (long)(clock_mono_ns() / NS_PER_MS) + timeout_ms;
 	if (getaddrinfo(host, port, &hints, &res) != 0)
 		return 0; /* a name that does not resolve: no service there */
 	for (struct addrinfo *ai = res; ai && !found; ai = ai->ai_next)
@@ -172,8 +173,7 @@ md_session_open(struct md_session *s, const struct md_config *cfg, const char *b
 	if (r == 0)
 		return errbuf_set(e, ERR_NOT_FOUND,
 		    "no metadata service at %s: nothing accepts connections there", s->base);
-	if ((s->http = http_client_new()) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	s->http = http_client_new();
 	s->cfg = cfg;
 	s->headers = headers;
 	return 0;
@@ -184,13 +184,6 @@ md_session_close(struct md_session *s)
 {
 	http_client_free(s->http);
 	s->http = NULL;
-}
-
-/* md_session_pause sleeps ms unless a stop is requested: 1 if stopping. */
-static int
-md_session_pause(const struct md_session *s, long ms)
-{
-	return stop_sleep(s->cfg->stop, (int64_t)ms * NS_PER_MS);
 }
 
 static int
@@ -208,8 +201,8 @@ md_session_request(struct md_session *s, const char *method, const char *path,
 	struct http_request req;
 	struct http_response resp;
 	struct errbuf last = { "" };
+	struct backoff pause;
 	size_t nh = 0;
-	long pause = MD_BACKOFF_BASE_MS;
 	int attempt, r = 0;
 
 	if ((size_t)snprintf(url, sizeof(url), "%s%s", s->base, path) >= sizeof(url))
@@ -233,28 +226,29 @@ md_session_request(struct md_session *s, const char *method, const char *path,
 		req.body_len = 0;
 	}
 
+	/* doubling pauses without jitter: one client, one service */
+	backoff_init(&pause, MD_BACKOFF_BASE_MS * NS_PER_MS, MD_BACKOFF_CAP_MS * NS_PER_MS,
+	    2.0, 0.0);
 	for (attempt = 0;; attempt++) {
-		long wait = pause;
+		int64_t wait = backoff_next(&pause);
 		r = http_do(s->http, &req, &resp, &last);
 		if (r == 0) {
 			if (!md_session_retryable_status(resp.status) || attempt >= s->cfg->retries)
 				break;
 			long status = resp.status;
+			/* Retry-After replaces the pause, under the same cap */
 			if (resp.retry_after_s >= 0)
-				wait = resp.retry_after_s * 1000;
+				wait = resp.retry_after_s <= pause.cap_ns / NS_PER_S ?
+				    resp.retry_after_s * NS_PER_S : pause.cap_ns;
 			http_response_free(&resp);
 			errbuf_set(&last, ERR_TRANSIENT, "%s %s: HTTP %ld", method, url, status);
-		} else if (r == ERR_NOMEM || r == ERR_INVALID || r == ERR_UNSUPPORTED ||
-		    attempt >= s->cfg->retries) {
+		} else if (r == ERR_INVALID || r == ERR_UNSUPPORTED || attempt >= s->cfg->retries) {
 			if (attempt > 0)
 				return errbuf_set(e, r, "%s (%d attempts)", last.msg, attempt + 1);
 			return errbuf_set(e, r, "%s", last.msg);
 		}
-		if (wait > MD_BACKOFF_CAP_MS)
-			wait = MD_BACKOFF_CAP_MS;
-		if (md_session_pause(s, wait))
+		if (stop_sleep(s->cfg->stop, wait))
 			return errbuf_set(e, ERR_TRANSIENT, "%s (stopping)", last.msg);
-		pause *= 2;
 	}
 	memset(ret, 0, sizeof(*ret));
 	snprintf(ret->where, sizeof(ret->where), "%s %s", method, url);
@@ -263,8 +257,8 @@ md_session_request(struct md_session *s, const char *method, const char *path,
 	resp.body = NULL;
 	*ret_status = resp.status;
 	http_response_free(&resp);
-	if (ret->body == NULL && (ret->body = strdup("")) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	if (ret->body == NULL)
+		ret->body = xstrdup("");
 	return 0;
 }
 

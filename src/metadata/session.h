@@ -6,8 +6,9 @@
  * does it returns ERR_NOT_FOUND ("no metadata service"), and from then on
  * every failure means a service was found but failed. Requests retry 5xx,
  * 410, 429 and transport failures (timeouts, resets, truncated bodies) up to
- * cfg->retries times with a capped doubling pause; the last answer or error
- * is returned. Messages name the method and URL. */
+ * cfg->retries times with a capped doubling pause (struct backoff, no
+ * jitter; Retry-After replaces a pause, under the same cap); the last answer
+ * or error is returned. Messages name the method and URL. */
 #ifndef BOOTCCM_MD_SESSION_H
 #define BOOTCCM_MD_SESSION_H
 
@@ -45,8 +46,8 @@ struct md_session {
 };
 
 /* md_session_open connects to base (probe) and prepares s. headers are
- * borrowed. Returns 0, ERR_NOT_FOUND (nothing listens), ERR_INVALID (bad
- * URL) or ERR_NOMEM. */
+ * borrowed. Returns 0, ERR_NOT_FOUND (nothing listens) or ERR_INVALID (bad
+ * URL). */
 int md_session_open(struct md_session *s, const struct md_config *cfg,
     const char *base, const char *const *headers, struct errbuf *e);
 void md_session_close(struct md_session *s);

@@ -11,41 +11,50 @@
  *   --unhealthy             the health check "leaderElection" fails
  *
  * SIGPIPE keeps its default action on purpose (bootccm's main ignores it):
- * a write to a client that went away must not raise it in the first place. */
+ * a write to a client that went away must not raise it in the first place.
+ * SIGTERM and SIGINT become a stop as in bootccm (stop_on_signals); a thread
+ * turns the end of stdin into the same stop. */
 #include <errno.h>
 #include <json-c/json.h>
-#include <signal.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "err.h"
 #include "http.h"
 #include "kubeconfig.h"
 #include "log.h"
 #include "options.h"
 #include "serve.h"
+#include "stop.h"
 
-static volatile sig_atomic_t drv_stop;
+static struct stop drv_stop;
 static double drv_ready_at;
 static int drv_unhealthy;
 
 static double
 drv_now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)clock_mono_ns() / NS_PER_S;
 }
 
-static void
-drv_on_signal(int sig)
+/* drv_stdin reads stdin to its end, then stops the driver. */
+static void *
+drv_stdin(void *arg)
 {
-	(void)sig;
-	drv_stop = 1;
+	char buf[64];
+
+	(void)arg;
+	for (;;) {
+		ssize_t n = read(0, buf, sizeof(buf));
+		if (n == 0 || (n < 0 && errno != EINTR))
+			break;
+	}
+	stop_request(&drv_stop);
+	return NULL;
 }
 
 static int
@@ -72,9 +81,8 @@ main(int argc, char **argv)
 	struct kubeconfig kc;
 	struct options o;
 	struct errbuf e = { "" };
-	struct sigaction sa;
+	pthread_t reader;
 	double ready_after = 0;
-	char buf[64];
 	int first = 2, r;
 
 	if (argc < 2) {
@@ -96,11 +104,11 @@ main(int argc, char **argv)
 			break;
 		}
 	}
-	memset(&sa, 0, sizeof(sa));
-	sa.sa_handler = drv_on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
+	stop_init(&drv_stop);
+	if (stop_on_signals(&drv_stop) < 0) {
+		fprintf(stderr, "drv_serve: cannot wait for signals\n");
+		return 1;
+	}
 
 	if ((r = options_parse(&o, argc, argv, first, &e)) != 0) {
 		fprintf(stderr, "drv_serve: %s\n", e.msg);
@@ -134,11 +142,13 @@ main(int argc, char **argv)
 	printf("{\"event\":\"serving\",\"port\":%d}\n", serve_port());
 	fflush(stdout);
 	/* until a signal or the end of stdin */
-	while (!drv_stop) {
-		ssize_t n = read(0, buf, sizeof(buf));
-		if (n == 0 || (n < 0 && errno != EINTR))
-			break;
+	if (pthread_create(&reader, NULL, drv_stdin, NULL) != 0 ||
+	    pthread_detach(reader) != 0) {
+		fprintf(stderr, "drv_serve: cannot start the stdin reader\n");
+		return 1;
 	}
+	while (!stop_sleep(&drv_stop, NS_PER_S))
+		;
 	serve_stop();
 	printf("{\"event\":\"stopped\"}\n");
 	fflush(stdout);

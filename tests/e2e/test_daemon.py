@@ -3,6 +3,7 @@ sync, one leader among replicas with prompt handover, /metrics behind
 delegated authorization, and everything under the shipped RBAC role."""
 
 import os
+import re
 import signal
 import socket
 import time
@@ -168,6 +169,18 @@ def test_metrics_need_an_authorized_token(api, tmp, daemon):
                  "bootccm_reflector_lists_total", "bootccm_events_"):
         assert name in body, name
     assert 'leader_election_master_status{name="cloud-controller-manager"} 1' in body
+    with open(os.path.join(ROOT, "Makefile")) as f:
+        version = re.search(r"^VERSION := (\S+)$", f.read(), re.M).group(1)
+    lines = body.splitlines()
+    info = [l for l in lines if l.startswith("bootccm_build_info{")]
+    assert len(info) == 1, body
+    # the commit is the build's (git's short hash, "unknown" outside git),
+    # which moves with the tree
+    assert re.fullmatch(r'bootccm_build_info\{version="%s",'
+                        r'commit="(?:[0-9a-f]{12}(?:-dirty)?|unknown)",'
+                        r'libcurl="7\.\d+\.\d+",wolfssl="5\.\d+\.\d+"\} 1'
+                        % re.escape(version), info[0]), info[0]
+    assert "# TYPE bootccm_build_info gauge" in lines
     out = d.output()
     for secret in ("scraper-token-0123456789", "nobody-token-0123456789"):
         assert secret not in out

@@ -326,7 +326,7 @@ def test_openstack_a_broken_drive_is_an_error_not_a_fall_through(fake, tmp):
     with open(path, "w") as f:
         f.write(text[:len(text) // 2])
     err = failed(metadata(md, "openstack", "--metadata-config-drive=" + drive), 4)
-    assert path + ": truncated JSON" in err
+    assert path + ": JSON text cut short" in err
     assert md.request_log() == []
 
 

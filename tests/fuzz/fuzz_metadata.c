@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonx.h"
 #include "metadata/azure.h"
 #include "metadata/build.h"
 #include "metadata/digitalocean.h"
@@ -20,6 +21,7 @@
 #include "metadata/gce.h"
 #include "metadata/hetzner.h"
 #include "metadata/openstack.h"
+#include "xalloc.h"
 
 #define FUZZ_PARTS_MAX 64
 
@@ -55,10 +57,7 @@ fuzz_get(void *arg, const char *path, int optional, struct md_answer *ret,
 	} else {
 		a.status = 200;
 	}
-	if ((a.body = malloc(len + 1)) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
-	memcpy(a.body, p, len);
-	a.body[len] = '\0';
+	a.body = xmemdup(p, len);
 	a.len = len;
 	*ret = a;
 	return 0;
@@ -80,7 +79,7 @@ fuzz_check(const struct md_instance *in)
 	static const char *const schemes[] = { "", "aws:///", "gce://", "azure:///subscriptions/",
 		"openstack:///", "digitalocean://", "hcloud://" };
 	struct errbuf e;
-	char *out = malloc(MD_FORMAT_OUT_MAX);
+	char *out = xmalloc(MD_FORMAT_OUT_MAX);
 	struct json_object *o;
 	int n;
 
@@ -105,11 +104,10 @@ fuzz_check(const struct md_instance *in)
 		    md_build_ip_family(in->addresses[i].address) == 0)
 			abort();
 	}
-	if (out == NULL)
-		return;
 	if ((n = md_format_write(in, MD_FORMAT_JSON, out, MD_FORMAT_OUT_MAX, &e)) < 0)
 		abort();
-	if ((o = json_tokener_parse(out)) == NULL)
+	/* what bootccm metadata prints is JSON by the strict standard */
+	if (jsonx_parse(out, (size_t)n, JSONX_DEPTH_MAX, &o, NULL) < 0)
 		abort();
 	json_object_put(o);
 	if (md_format_write(in, MD_FORMAT_ENV, out, MD_FORMAT_OUT_MAX, &e) < 0)

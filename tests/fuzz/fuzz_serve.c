@@ -1,11 +1,12 @@
-/* fuzz_serve.c - libFuzzer harness: the serving endpoint's request parser on
- * arbitrary bytes, then the parsed query through the health output and the
- * Authorization header through the bearer token check. */
+/* fuzz_serve.c - libFuzzer harness: the serving endpoint's request parser
+ * (httpreq) on arbitrary bytes, then the parsed query through the health
+ * output and the Authorization header through the bearer token check. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "httpreq.h"
 #include "serve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -28,7 +29,7 @@ fuzz_fail(void *arg, struct errbuf *e)
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	static struct serve_request rq;
+	static struct httpreq rq;
 	struct serve_check checks[2] = {
 		{ "ping", fuzz_ok, NULL },
 		{ "informer-sync", fuzz_fail, NULL },
@@ -40,23 +41,23 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	int r;
 
 	memset(&e, 0, sizeof(e));
-	r = serve_parse_request((const char *)data, size, &rq, &e);
+	r = httpreq_parse((const char *)data, size, &rq, &e);
 	if (r < 0) {
 		if (e.msg[0] == '\0' || (r != ERR_INVALID && r != ERR_TOO_LARGE &&
-		    r != ERR_UNSUPPORTED && r != ERR_NOMEM))
+		    r != ERR_UNSUPPORTED))
 			abort();
 		return 0;
 	}
 	if (r == 0) {
 		/* incomplete: only below the cap */
-		if (size >= SERVE_REQUEST_MAX)
+		if (size >= HTTPREQ_MAX)
 			abort();
 		return 0;
 	}
 	if ((size_t)r > size || rq.path[0] != '/' || memchr(data, '\n', (size_t)r) == NULL ||
 	    data[r - 1] != '\n')
 		abort();
-	if ((tok = serve_bearer_token(rq.has_authorization ? rq.authorization : NULL)) &&
+	if ((tok = httpreq_bearer_token(rq.has_authorization ? rq.authorization : NULL)) &&
 	    (tok < rq.authorization || *tok == '\0' || strchr(tok, ' ')))
 		abort();
 	/* "informer-sync" fails: only ?exclude=informer-sync makes it a 200 */

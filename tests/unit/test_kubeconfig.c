@@ -61,11 +61,10 @@ fx_cleanup(void)
 __attribute__((constructor)) static void
 fx_init(void)
 {
-	if (base64_encode(CA_PEM, strlen(CA_PEM), &ca_b64) < 0 ||
-	    base64_encode(CERT_PEM, strlen(CERT_PEM), &cert_b64) < 0 ||
-	    base64_encode(KEY_PEM, strlen(KEY_PEM), &key_b64) < 0 ||
-	    base64_encode(NOT_PEM, strlen(NOT_PEM), &notpem_b64) < 0)
-		abort();
+	ca_b64 = base64_encode(CA_PEM, strlen(CA_PEM));
+	cert_b64 = base64_encode(CERT_PEM, strlen(CERT_PEM));
+	key_b64 = base64_encode(KEY_PEM, strlen(KEY_PEM));
+	notpem_b64 = base64_encode(NOT_PEM, strlen(NOT_PEM));
 	atexit(fx_cleanup);
 }
 

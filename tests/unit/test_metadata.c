@@ -207,7 +207,7 @@ TEST(ec2_rejects_bad_answers_naming_the_path)
 	g.arg = &td;
 	memset(&in, 0, sizeof(in));
 	CHECK(md_ec2_build(&g, &in, &e) == ERR_INVALID);
-	CHECK_CONTAINS(e.msg, "/latest/dynamic/instance-identity/document: truncated JSON");
+	CHECK_CONTAINS(e.msg, "/latest/dynamic/instance-identity/document: JSON text cut short");
 }
 
 /* ---- GCE -------------------------------------------------------------- */
@@ -428,7 +428,7 @@ TEST(openstack_service_and_drive)
 	g.arg = &tm;
 	memset(&in, 0, sizeof(in));
 	CHECK(md_openstack_build(&g, MD_SOURCE_SERVICE, &in, &e) == ERR_INVALID);
-	CHECK_CONTAINS(e.msg, "no uuid");
+	CHECK_CONTAINS(e.msg, "uuid: missing");
 }
 
 /* ---- DigitalOcean and Hetzner ------------------------------------------ */
@@ -877,7 +877,7 @@ TEST(config_drive_files_are_read_whole_and_capped)
 	CHECK(in.source == MD_SOURCE_CONFIG_DRIVE);
 	write_file(sub, "meta_data.json", "{\"uuid\":");
 	CHECK(md_fetch(&cfg, &in, &e) == ERR_INVALID); /* broken drive: no fall-through */
-	CHECK_CONTAINS(e.msg, "meta_data.json: truncated JSON");
+	CHECK_CONTAINS(e.msg, "meta_data.json: JSON text cut short");
 	rm_tree(dir);
 }
 
