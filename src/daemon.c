@@ -26,9 +26,12 @@
 #include "kube/service.h"
 #include "kubeconfig.h"
 #include "log.h"
-#include "../providers/metadata/metadata.h" /* the local node's fallback */
 #include "serve.h"
 #include "version.h" /* generated: build/gen/version.h */
+
+/* The provider that initializes the local node from its instance metadata
+ * when --cloud-provider cannot answer for it (invariant 4). */
+#define DAEMON_FALLBACK_PROVIDER "metadata"
 
 #define WAIT_BACKOFF_MIN_NS (50 * NS_PER_MS)  /* first retry while the API server is down */
 #define WAIT_BACKOFF_MAX_NS (200 * NS_PER_MS) /* cap: an API server that comes up is seen
@@ -233,7 +236,8 @@ struct daemon {
 	struct events *events;
 	const struct cloud_provider *provider;   /* NULL: no --cloud-provider */
 	void *provider_state;
-	void *fallback_state;        /* the metadata provider, for the local node */
+	const struct cloud_provider *fallback;   /* the local node's; NULL: none */
+	void *fallback_state;
 	struct nodectl *nodectl;     /* cloud-node: every replica (local node) */
 	struct nodelifecycle *lifecycle; /* cloud-node-lifecycle: the leader only */
 };
@@ -310,8 +314,8 @@ daemon_stopped_leading(void *arg)
 }
 
 /* daemon_provider initializes --cloud-provider and, when it is not the
- * metadata provider itself, the metadata provider as the local node's
- * fallback. No --cloud-provider: no cloud controllers. */
+ * fallback provider itself, DAEMON_FALLBACK_PROVIDER for the local node. No
+ * --cloud-provider: no cloud controllers. */
 static int
 daemon_provider(struct daemon *d, struct errbuf *e)
 {
@@ -325,6 +329,8 @@ daemon_provider(struct daemon *d, struct errbuf *e)
 		.md_config_drive = o->metadata_config_drive,
 		.stop = &daemon_stop,
 	};
+	const struct cloud_provider *fb;
+	struct errbuf fe = { "" };
 	int r;
 
 	if (o->cloud_provider == NULL || *o->cloud_provider == '\0') {
@@ -336,13 +342,15 @@ daemon_provider(struct daemon *d, struct errbuf *e)
 		d->provider = NULL;
 		return r;
 	}
-	if (d->provider != &metadata_provider) {
-		struct errbuf fe = { "" };
+	if (cloud_provider_lookup(DAEMON_FALLBACK_PROVIDER, &fb, &fe) < 0) {
+		log_warn("No instance metadata fallback for the local node", "err", fe.msg, NULL);
+	} else if (fb != d->provider) {
 		cc.config_path = NULL;
-		if (metadata_provider.init(&cc, &d->fallback_state, &fe) < 0) {
-			d->fallback_state = NULL;
-			log_warn("No instance metadata fallback for the local node", "err", fe.msg, NULL);
-		}
+		if (fb->init(&cc, &d->fallback_state, &fe) < 0)
+			log_warn("No instance metadata fallback for the local node", "err", fe.msg,
+			    NULL);
+		else
+			d->fallback = fb;
 	}
 	return 0;
 }
@@ -357,7 +365,7 @@ daemon_nodectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
 		.nodes = nodes,
 		.provider = d->provider,
 		.provider_state = d->provider_state,
-		.fallback = d->fallback_state ? &metadata_provider : NULL,
+		.fallback = d->fallback,
 		.fallback_state = d->fallback_state,
 		.events = d->events,
 		.local_node = d->o->node_name,
@@ -515,8 +523,8 @@ stop:
 	events_free(d.events);
 	if (d.provider)
 		d.provider->free(d.provider_state);
-	if (d.fallback_state)
-		metadata_provider.free(d.fallback_state);
+	if (d.fallback)
+		d.fallback->free(d.fallback_state);
 	kube_client_cleanup(&c);
 	kubeconfig_free(&d.kc);
 	return rc;

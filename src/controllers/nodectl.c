@@ -120,12 +120,12 @@ nodectl_addresses(const struct kube_node *n, const struct cloud_instance_metadat
 		if (!(matched_types & (1u << m->addresses[i].type)))
 			out[k++] = m->addresses[i];
 	for (i = 0; i < k; i++)
-		hostname |= out[i].type == MD_ADDR_HOSTNAME;
+		hostname |= out[i].type == CLOUD_ADDR_HOSTNAME;
 	for (i = 0; !hostname && i < n->naddresses && k < CLOUD_ADDRS_MAX + 1; i++) {
 		const char *a = n->addresses[i].address;
 		if (n->addresses[i].type && strcmp(n->addresses[i].type, "Hostname") == 0 &&
 		    a != NULL && strlen(a) < sizeof(out[k].address)) {
-			out[k].type = MD_ADDR_HOSTNAME;
+			out[k].type = CLOUD_ADDR_HOSTNAME;
 			memcpy(out[k].address, a, strlen(a) + 1);
 			k++;
 		}
@@ -142,7 +142,7 @@ nodectl_addresses_equal(const struct kube_node *n, const struct cloud_address *a
 		return 0;
 	for (size_t i = 0; i < k; i++)
 		if (n->addresses[i].type == NULL || n->addresses[i].address == NULL ||
-		    strcmp(n->addresses[i].type, md_addr_type_name(a[i].type)) != 0 ||
+		    strcmp(n->addresses[i].type, cloud_addr_type_name(a[i].type)) != 0 ||
 		    strcmp(n->addresses[i].address, a[i].address) != 0)
 			return 0;
 	return 1;
@@ -268,7 +268,7 @@ nodectl_status_patch(const struct cloud_address *a, size_t k)
 
 	for (size_t i = 0; i < k; i++) {
 		json_object *o = json_object_new_object();
-		json_object_object_add(o, "type", json_object_new_string(md_addr_type_name(a[i].type)));
+		json_object_object_add(o, "type", json_object_new_string(cloud_addr_type_name(a[i].type)));
 		json_object_object_add(o, "address", json_object_new_string(a[i].address));
 		json_object_array_add(arr, o);
 	}
@@ -415,11 +415,10 @@ nodectl_instance(struct nodectl *c, const struct kube_node *n,
 	int r;
 
 	fallback_err[0] = '\0';
-	if ((r = nodeview_init(&v, n, e)) < 0)
-		return r;
+	nodeview_init(&v, n);
 	memset(m, 0, sizeof(*m));
 	r = c->cfg.provider->instances->metadata(c->cfg.provider_state, &v.node, m, e);
-	if (r < 0 && r != ERR_NOMEM && c->cfg.fallback != NULL && nodectl_is_local(c, n->name)) {
+	if (r < 0 && c->cfg.fallback != NULL && nodectl_is_local(c, n->name)) {
 		memset(m, 0, sizeof(*m));
 		int fr = c->cfg.fallback->instances->metadata(c->cfg.fallback_state, &v.node, m, &fe);
 		if (fr == 0) {

@@ -359,10 +359,7 @@ nodelifecycle_check(struct nodelifecycle *c, const struct kube_node *n,
 
 	if (n->deletion_timestamp != 0)
 		return;  /* on its way out already */
-	if (nodeview_init(&view, n, &e) < 0) {
-		log_error("Cannot check node", "node", n->name, "err", e.msg, NULL);
-		return;
-	}
+	nodeview_init(&view, n);
 	r = ops->exists(c->cfg.provider_state, &view.node, &exists, &e);
 	v = nodelifecycle_decide(c->cfg.provider, r, exists, nodelifecycle_age_ns(n),
 	    c->cfg.grace_period_ns);
