@@ -16,7 +16,7 @@
 #include "controllers/nodectl.h"
 #include "controllers/nodelifecycle.h"
 #include "err.h"
-#include "flags.h"
+#include "jsonx.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/flowcontrol.h"
@@ -28,6 +28,7 @@
 #include "log.h"
 #include "serve.h"
 #include "version.h" /* generated: build/gen/version.h */
+#include "xalloc.h"
 
 /* The provider that initializes the local node from its instance metadata
  * when --cloud-provider cannot answer for it (invariant 4). */
@@ -69,11 +70,7 @@ daemon_connect_config(const struct options *o, struct kubeconfig *kc, struct err
 	if (r < 0)
 		return r;
 	if (o->master && *o->master) {
-		char *s = strdup(o->master);
-		if (s == NULL) {
-			kubeconfig_free(kc);
-			return ERR_NOMEM;
-		}
+		char *s = xstrdup(o->master);
 		size_t l = strlen(s);
 		while (l > 0 && s[l - 1] == '/')
 			s[--l] = '\0';
@@ -92,54 +89,63 @@ daemon_whoami(struct kube_client *c, char *user, size_t ulen, char *groups,
 {
 	static const char body[] =
 	    "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}";
-	json_object *o = NULL, *st, *ui, *v;
+	json_object *o = NULL, *st, *ui, *gs;
+	const char *name;
+	size_t ng, off = 0;
 	int r;
 
 	r = kube_request(c, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
 	    "application/json", body, &o, NULL, e);
 	if (r < 0)
 		return r;
-	user[0] = groups[0] = '\0';
-	if (json_object_object_get_ex(o, "status", &st) &&
-	    json_object_object_get_ex(st, "userInfo", &ui)) {
-		if (json_object_object_get_ex(ui, "username", &v))
-			snprintf(user, ulen, "%s", json_object_get_string(v));
-		if (json_object_object_get_ex(ui, "groups", &v) &&
-		    json_object_is_type(v, json_type_array)) {
-			size_t off = 0;
-			for (size_t i = 0; i < json_object_array_length(v) && off < glen; i++) {
-				int n = snprintf(groups + off, glen - off, "%s%s", i ? "," : "",
-				    json_object_get_string(json_object_array_get_idx(v, i)));
-				if (n < 0)
-					break;
-				off += (size_t)n;
-			}
-		}
+	if ((r = jsonx_object(o, "", "status", JSONX_REQUIRED, &st, e)) < 0 ||
+	    (r = jsonx_object(st, "status", "userInfo", JSONX_REQUIRED, &ui, e)) < 0 ||
+	    (r = jsonx_str(ui, "status.userInfo", "username", JSONX_REQUIRED, &name, NULL,
+	    e)) < 0 ||
+	    (r = jsonx_array(ui, "status.userInfo", "groups", 0, &gs, &ng, e)) < 0)
+		goto out;
+	if (*name == '\0') {
+		r = errbuf_set(e, ERR_INVALID, "status.userInfo.username is empty");
+		goto out;
 	}
+	groups[0] = '\0';
+	for (size_t i = 0; i < ng && off < glen; i++) {
+		json_object *g = json_object_array_get_idx(gs, i);
+		int n;
+		if (!json_object_is_type(g, json_type_string)) {
+			r = errbuf_set(e, ERR_INVALID, "status.userInfo.groups[%zu]: expected a "
+			    "string", i);
+			goto out;
+		}
+		if ((n = snprintf(groups + off, glen - off, "%s%s", i ? "," : "",
+		    json_object_get_string(g))) < 0)
+			break;
+		off += (size_t)n;
+	}
+	snprintf(user, ulen, "%s", name);
+out:
 	json_object_put(o);
-	if (user[0] == '\0')
-		return errbuf_set(e, ERR_INVALID,
-		    "SelfSubjectReview answer has no status.userInfo.username");
-	return 0;
+	if (r < 0)
+		errbuf_prefix(e, r, "SelfSubjectReview answer");
+	return r;
 }
 
 /* daemon_server_version GETs /version and copies gitVersion into buf. */
 static int
 daemon_server_version(struct kube_client *c, char *buf, size_t len, struct errbuf *e)
 {
-	json_object *o = NULL, *v;
+	json_object *o = NULL;
+	const char *v;
 	int r;
 
 	if ((r = kube_request(c, "GET", "/version", NULL, NULL, &o, NULL, e)) < 0)
 		return r;
-	if (!json_object_object_get_ex(o, "gitVersion", &v) ||
-	    !json_object_is_type(v, json_type_string)) {
-		json_object_put(o);
-		return errbuf_set(e, ERR_INVALID, "GET /version: no gitVersion in the answer");
-	}
-	snprintf(buf, len, "%s", json_object_get_string(v));
+	if ((r = jsonx_str(o, "", "gitVersion", JSONX_REQUIRED, &v, NULL, e)) < 0)
+		errbuf_prefix(e, r, "GET /version");
+	else
+		snprintf(buf, len, "%s", v);
 	json_object_put(o);
-	return 0;
+	return r;
 }
 
 /* check-kubeconfig: connect once and tell what the API server says. */
