@@ -148,7 +148,6 @@ daemon_server_version(struct kube_client *c, char *buf, size_t len, struct errbu
 	return r;
 }
 
-/* check-kubeconfig: connect once and tell what the API server says. */
 /* daemon_client loads the configuration and prepares a client for it. */
 static int
 daemon_client(const struct options *o, struct kubeconfig *kc, struct kube_client *c,
@@ -158,14 +157,15 @@ daemon_client(const struct options *o, struct kubeconfig *kc, struct kube_client
 
 	if ((r = daemon_connect_config(o, kc, e)) < 0)
 		return r;
-	if (kube_client_init(c, kc, "bootccm/" BOOTCCM_VERSION) < 0) {
+	if ((r = kube_client_init(c, kc, "bootccm/" BOOTCCM_VERSION)) < 0) {
 		kubeconfig_free(kc);
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+		return errbuf_set(e, r, "cannot make the API client");
 	}
 	kube_client_set_stop(c, &daemon_stop);
 	return 0;
 }
 
+/* check-kubeconfig: connect once and tell what the API server says. */
 int
 daemon_check_kubeconfig(const struct options *o)
 {
