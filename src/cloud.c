@@ -1,35 +1,74 @@
-/* cloud.c - the static table of providers and the provider error policy. */
+/* cloud.c - the provider lookup over the providers' table, the provider
+ * error policy and the interface's own types. */
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "cloud.h"
 #include "err.h"
-#include "../providers/metadata/metadata.h"
 
-/* No dlopen: the binary is static, so every provider is linked in and listed
- * here. Keep cloud_names in step with the table. */
-static const struct cloud_provider *const cloud_table[] = {
-	&metadata_provider,
+#define CLOUD_NAMES_MAX 256 /* bytes: every provider's name, ", "-separated */
+
+static char cloud_names[CLOUD_NAMES_MAX];
+static pthread_once_t cloud_names_once = PTHREAD_ONCE_INIT;
+
+/* The API's names, in enum cloud_addr_type order. */
+static const char *const cloud_addr_types[] = {
+	[CLOUD_ADDR_INTERNAL_IP] = "InternalIP",
+	[CLOUD_ADDR_EXTERNAL_IP] = "ExternalIP",
+	[CLOUD_ADDR_HOSTNAME] = "Hostname",
+	[CLOUD_ADDR_INTERNAL_DNS] = "InternalDNS",
+	[CLOUD_ADDR_EXTERNAL_DNS] = "ExternalDNS",
 };
+#define CLOUD_ADDR_TYPES_N (sizeof(cloud_addr_types) / sizeof(cloud_addr_types[0]))
 
-static const char cloud_names[] = "metadata";
+const char *
+cloud_addr_type_name(enum cloud_addr_type t)
+{
+	return (size_t)t < CLOUD_ADDR_TYPES_N ? cloud_addr_types[t] : "Unknown";
+}
+
+int
+cloud_addr_type_parse(const char *s, enum cloud_addr_type *ret)
+{
+	for (size_t i = 0; s != NULL && i < CLOUD_ADDR_TYPES_N; i++)
+		if (strcmp(s, cloud_addr_types[i]) == 0) {
+			*ret = (enum cloud_addr_type)i;
+			return 0;
+		}
+	return ERR_INVALID;
+}
 
 const struct cloud_provider *
 cloud_provider_find(const char *name)
 {
-	size_t i;
-
 	if (name == NULL)
 		return NULL;
-	for (i = 0; i < sizeof(cloud_table) / sizeof(cloud_table[0]); i++)
-		if (strcmp(cloud_table[i]->name, name) == 0)
-			return cloud_table[i];
+	for (size_t i = 0; cloud_providers[i] != NULL; i++)
+		if (strcmp(cloud_providers[i]->name, name) == 0)
+			return cloud_providers[i];
 	return NULL;
+}
+
+static void
+cloud_names_init(void)
+{
+	size_t off = 0;
+
+	for (size_t i = 0; cloud_providers[i] != NULL && off < sizeof(cloud_names); i++) {
+		int n = snprintf(cloud_names + off, sizeof(cloud_names) - off, "%s%s",
+		    i ? ", " : "", cloud_providers[i]->name);
+		if (n < 0)
+			break;
+		off += (size_t)n;
+	}
 }
 
 const char *
 cloud_provider_names(void)
 {
+	pthread_once(&cloud_names_once, cloud_names_init);
 	return cloud_names;
 }
 
@@ -41,7 +80,7 @@ cloud_provider_lookup(const char *name, const struct cloud_provider **ret,
 
 	if ((p = cloud_provider_find(name)) == NULL)
 		return errbuf_set(e, ERR_INVALID, "--cloud-provider \"%.64s\": unknown provider; "
-		    "known: %s", name ? name : "", cloud_names);
+		    "known: %s", name ? name : "", cloud_provider_names());
 	*ret = p;
 	return 0;
 }

@@ -1,5 +1,6 @@
 /* cloud.h - the provider interface: a provider is a const struct of operation
- * groups (instances, load balancers, routes) found by name in a static table.
+ * groups (instances, load balancers, routes) found by name in a static table
+ * (cloud_providers, defined with the providers in providers/table/).
  *
  * Contract: providers are library-like and never log; every operation returns
  * 0 or a negative ERR_* code (err.h) with a message naming the node or object
@@ -21,7 +22,9 @@
  *                              retry only with the controller's long backoff.
  * A NULL operation group means "not supported": its controller does not start.
  * Thread-safety: operations may be called from several worker threads at once
- * on the same state; a provider protects whatever state it mutates. */
+ * on the same state; a provider protects whatever state it mutates.
+ * The interface owns its types: a provider built on another layer (the
+ * metadata layer's md_* types) converts into these. */
 #ifndef BOOTCCM_CLOUD_H
 #define BOOTCCM_CLOUD_H
 
@@ -29,12 +32,11 @@
 
 #include "err.h"
 #include "stop.h"
-#include "metadata/metadata.h"
 
-#define CLOUD_ID_MAX MD_ID_MAX          /* bytes: providerID */
-#define CLOUD_SHORT_MAX MD_SHORT_MAX    /* bytes: instance type, zone, region */
-#define CLOUD_ADDR_MAX MD_NAME_MAX      /* bytes: one address (IP or DNS name) */
-#define CLOUD_ADDRS_MAX MD_ADDRS_MAX    /* addresses per instance */
+#define CLOUD_ID_MAX 512                /* bytes: providerID (Azure resource ids are long) */
+#define CLOUD_SHORT_MAX 128             /* bytes: instance type, zone, region */
+#define CLOUD_ADDR_MAX 256              /* bytes: one address (IP or DNS name, 253) */
+#define CLOUD_ADDRS_MAX 32              /* addresses per instance */
 #define CLOUD_LABELS_MAX 16             /* additional labels per instance */
 #define CLOUD_LABEL_KEY_MAX 320         /* bytes: prefix (253) + "/" + name (63) + NUL */
 #define CLOUD_LABEL_VALUE_MAX 64        /* bytes: a label value (63) + NUL */
@@ -62,8 +64,17 @@ struct cloud_kv {
 	const char *value;
 };
 
+/* Node address types, as in a Node's status.addresses. */
+enum cloud_addr_type {
+	CLOUD_ADDR_INTERNAL_IP,
+	CLOUD_ADDR_EXTERNAL_IP,
+	CLOUD_ADDR_HOSTNAME,
+	CLOUD_ADDR_INTERNAL_DNS,
+	CLOUD_ADDR_EXTERNAL_DNS,
+};
+
 struct cloud_address {
-	enum md_addr_type type;
+	enum cloud_addr_type type;
 	char address[CLOUD_ADDR_MAX];
 };
 
@@ -231,11 +242,23 @@ int cloud_provided_node_ips(const char *node, const char *v,
 /* cloud_node_ip_equal tells whether s is an IP equal to ip. */
 int cloud_node_ip_equal(const struct cloud_node_ip *ip, const char *s);
 
+/* cloud_providers is the static table of every provider linked in, NULL
+ * terminated (no dlopen: the binary is static). Defined in
+ * providers/table/table.c, so this layer names no provider. */
+extern const struct cloud_provider *const cloud_providers[];
+
+/* cloud_addr_type_name returns the API's name of t ("InternalIP"). */
+const char *cloud_addr_type_name(enum cloud_addr_type t);
+
+/* cloud_addr_type_parse parses a Node address type ("InternalIP", ...);
+ * returns 0 and sets *ret, or ERR_INVALID for a type it does not know. */
+int cloud_addr_type_parse(const char *s, enum cloud_addr_type *ret);
+
 /* cloud_provider_find returns the provider registered as name, or NULL. */
 const struct cloud_provider *cloud_provider_find(const char *name);
 
-/* cloud_provider_names returns the registered names, ", "-separated, for
- * error messages. */
+/* cloud_provider_names returns the registered names, ", "-separated, in
+ * table order, for error messages. */
 const char *cloud_provider_names(void);
 
 /* cloud_provider_lookup is cloud_provider_find with the error message the

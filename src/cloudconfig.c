@@ -8,8 +8,9 @@
 #include <string.h>
 
 #include "cloudconfig.h"
+#include "duration.h"
 #include "err.h"
-#include "flags.h"
+#include "xalloc.h"
 #include "yamltree.h"
 
 #define CLOUDCONFIG_PATH_MAX 128 /* bytes: "a.b.c" section path in messages */
@@ -74,7 +75,8 @@ cloudconfig_bool_text(const char *s)
 	return ERR_INVALID;
 }
 
-/* cloudconfig_default stores k's default (or the empty value) at field. */
+/* cloudconfig_default stores k's default (or the empty value) at field.
+ * Returns 0 or ERR_INTERNAL (a default the schema's own type refuses). */
 static int
 cloudconfig_default(const struct cloudconfig_key *k, char *field, struct errbuf *e)
 {
@@ -86,8 +88,7 @@ cloudconfig_default(const struct cloudconfig_key *k, char *field, struct errbuf 
 		return 0;
 	switch (k->type) {
 	case CLOUDCONFIG_STRING:
-		if ((*(char **)field = strdup(k->def)) == NULL)
-			return errbuf_set(e, ERR_NOMEM, "cloud-config: out of memory");
+		*(char **)field = xstrdup(k->def);
 		return 0;
 	case CLOUDCONFIG_BOOL:
 		if ((b = cloudconfig_bool_text(k->def)) < 0)
@@ -123,14 +124,12 @@ cloudconfig_list(const struct cloudconfig_ctx *c, const struct cloudconfig_key *
 		return cloudconfig_err(c, v, ERR_TOO_LARGE, "too many items", section);
 	if (v->n == 0)
 		return 0;
-	if ((ret->items = calloc(v->n, sizeof(*ret->items))) == NULL)
-		return errbuf_set(c->e, ERR_NOMEM, "cloud-config: out of memory");
+	ret->items = xcalloc(v->n, sizeof(*ret->items));
 	for (i = 0; i < v->n; i++) {
 		if (!cloudconfig_cstring(v->items[i]))
 			return cloudconfig_kind_err(c, v->items[i], k->key,
 			    "a list of strings", section);
-		if ((ret->items[i] = strdup(v->items[i]->scalar)) == NULL)
-			return errbuf_set(c->e, ERR_NOMEM, "cloud-config: out of memory");
+		ret->items[i] = xstrdup(v->items[i]->scalar);
 		ret->n++;
 	}
 	return 0;
@@ -148,9 +147,8 @@ cloudconfig_map(const struct cloudconfig_ctx *c, const struct cloudconfig_key *k
 		return cloudconfig_err(c, v, ERR_TOO_LARGE, "too many items", section);
 	if (v->n == 0)
 		return 0;
-	if ((ret->keys = calloc(v->n, sizeof(*ret->keys))) == NULL ||
-	    (ret->values = calloc(v->n, sizeof(*ret->values))) == NULL)
-		return errbuf_set(c->e, ERR_NOMEM, "cloud-config: out of memory");
+	ret->keys = xcalloc(v->n, sizeof(*ret->keys));
+	ret->values = xcalloc(v->n, sizeof(*ret->values));
 	for (i = 0; i < v->n; i++) {
 		if (!cloudconfig_cstring(v->keys[i]))
 			return cloudconfig_kind_err(c, v->keys[i], k->key,
@@ -158,12 +156,8 @@ cloudconfig_map(const struct cloudconfig_ctx *c, const struct cloudconfig_key *k
 		if (!cloudconfig_cstring(v->items[i]))
 			return cloudconfig_kind_err(c, v->items[i], k->key,
 			    "a map of strings", section);
-		if ((ret->keys[i] = strdup(v->keys[i]->scalar)) == NULL ||
-		    (ret->values[i] = strdup(v->items[i]->scalar)) == NULL) {
-			free(ret->keys[i]);
-			ret->keys[i] = NULL;
-			return errbuf_set(c->e, ERR_NOMEM, "cloud-config: out of memory");
-		}
+		ret->keys[i] = xstrdup(v->keys[i]->scalar);
+		ret->values[i] = xstrdup(v->items[i]->scalar);
 		ret->n++;
 	}
 	return 0;
@@ -190,8 +184,7 @@ cloudconfig_value(const struct cloudconfig_ctx *c, const struct cloudconfig_key 
 			    CLOUDCONFIG_STRING_MAX - 1);
 		if (!cloudconfig_cstring(v))
 			return cloudconfig_kind_err(c, v, k->key, "a string", section);
-		if ((*(char **)field = strdup(v->scalar)) == NULL)
-			return errbuf_set(c->e, ERR_NOMEM, "cloud-config: out of memory");
+		*(char **)field = xstrdup(v->scalar);
 		return 0;
 	case CLOUDCONFIG_BOOL:
 		if (v->kind != YNODE_SCALAR || (b = yamltree_bool(v)) < 0)
@@ -299,8 +292,7 @@ cloudconfig_parse(const char *buf, size_t len, const char *name,
 	if (len > CLOUDCONFIG_FILE_MAX)
 		return errbuf_set(e, ERR_TOO_LARGE, "%s: larger than %d bytes", name,
 		    CLOUDCONFIG_FILE_MAX);
-	if ((tmp = calloc(1, out_size)) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "%s: out of memory", name);
+	tmp = xcalloc(1, out_size);
 	if ((r = yamltree_parse(buf, len, name, &root, e)) < 0)
 		goto out;
 	if (root != NULL && yamltree_is_null(root)) {
@@ -336,10 +328,7 @@ cloudconfig_load(const char *path, const struct cloudconfig_key *schema,
 		return cloudconfig_parse("", 0, "cloud-config", schema, out, out_size, e);
 	if ((f = fopen(path, "rb")) == NULL)
 		return errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-	if ((buf = malloc(CLOUDCONFIG_FILE_MAX + 1)) == NULL) {
-		fclose(f);
-		return errbuf_set(e, ERR_NOMEM, "%s: out of memory", path);
-	}
+	buf = xmalloc(CLOUDCONFIG_FILE_MAX + 1);
 	n = fread(buf, 1, CLOUDCONFIG_FILE_MAX + 1, f);
 	if (ferror(f))
 		r = errbuf_set(e, ERR_IO, "%s: read error", path);

@@ -8,7 +8,7 @@
  * or of the section for a missing key). An empty file, an empty document or
  * `{}` yields the defaults. Size and shape are capped by yamltree's caps and
  * CLOUDCONFIG_FILE_MAX. On failure the output struct is untouched; on success
- * it owns heap memory released by cloudconfig_free. */
+ * it owns heap memory released by cloudconfig_free. Out of memory is fatal. */
 #ifndef BOOTCCM_CLOUDCONFIG_H
 #define BOOTCCM_CLOUDCONFIG_H
 

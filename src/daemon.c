@@ -16,7 +16,7 @@
 #include "controllers/nodectl.h"
 #include "controllers/nodelifecycle.h"
 #include "err.h"
-#include "flags.h"
+#include "jsonx.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/flowcontrol.h"
@@ -26,9 +26,13 @@
 #include "kube/service.h"
 #include "kubeconfig.h"
 #include "log.h"
-#include "../providers/metadata/metadata.h" /* the local node's fallback */
 #include "serve.h"
 #include "version.h" /* generated: build/gen/version.h */
+#include "xalloc.h"
+
+/* The provider that initializes the local node from its instance metadata
+ * when --cloud-provider cannot answer for it (invariant 4). */
+#define DAEMON_FALLBACK_PROVIDER "metadata"
 
 #define WAIT_BACKOFF_MIN_NS (50 * NS_PER_MS)  /* first retry while the API server is down */
 #define WAIT_BACKOFF_MAX_NS (200 * NS_PER_MS) /* cap: an API server that comes up is seen
@@ -66,11 +70,7 @@ daemon_connect_config(const struct options *o, struct kubeconfig *kc, struct err
 	if (r < 0)
 		return r;
 	if (o->master && *o->master) {
-		char *s = strdup(o->master);
-		if (s == NULL) {
-			kubeconfig_free(kc);
-			return ERR_NOMEM;
-		}
+		char *s = xstrdup(o->master);
 		size_t l = strlen(s);
 		while (l > 0 && s[l - 1] == '/')
 			s[--l] = '\0';
@@ -89,57 +89,65 @@ daemon_whoami(struct kube_client *c, char *user, size_t ulen, char *groups,
 {
 	static const char body[] =
 	    "{\"apiVersion\":\"authentication.k8s.io/v1\",\"kind\":\"SelfSubjectReview\"}";
-	json_object *o = NULL, *st, *ui, *v;
+	json_object *o = NULL, *st, *ui, *gs;
+	const char *name;
+	size_t ng, off = 0;
 	int r;
 
 	r = kube_request(c, "POST", "/apis/authentication.k8s.io/v1/selfsubjectreviews",
 	    "application/json", body, &o, NULL, e);
 	if (r < 0)
 		return r;
-	user[0] = groups[0] = '\0';
-	if (json_object_object_get_ex(o, "status", &st) &&
-	    json_object_object_get_ex(st, "userInfo", &ui)) {
-		if (json_object_object_get_ex(ui, "username", &v))
-			snprintf(user, ulen, "%s", json_object_get_string(v));
-		if (json_object_object_get_ex(ui, "groups", &v) &&
-		    json_object_is_type(v, json_type_array)) {
-			size_t off = 0;
-			for (size_t i = 0; i < json_object_array_length(v) && off < glen; i++) {
-				int n = snprintf(groups + off, glen - off, "%s%s", i ? "," : "",
-				    json_object_get_string(json_object_array_get_idx(v, i)));
-				if (n < 0)
-					break;
-				off += (size_t)n;
-			}
-		}
+	if ((r = jsonx_object(o, "", "status", JSONX_REQUIRED, &st, e)) < 0 ||
+	    (r = jsonx_object(st, "status", "userInfo", JSONX_REQUIRED, &ui, e)) < 0 ||
+	    (r = jsonx_str(ui, "status.userInfo", "username", JSONX_REQUIRED, &name, NULL,
+	    e)) < 0 ||
+	    (r = jsonx_array(ui, "status.userInfo", "groups", 0, &gs, &ng, e)) < 0)
+		goto out;
+	if (*name == '\0') {
+		r = errbuf_set(e, ERR_INVALID, "status.userInfo.username is empty");
+		goto out;
 	}
+	groups[0] = '\0';
+	for (size_t i = 0; i < ng && off < glen; i++) {
+		json_object *g = json_object_array_get_idx(gs, i);
+		int n;
+		if (!json_object_is_type(g, json_type_string)) {
+			r = errbuf_set(e, ERR_INVALID, "status.userInfo.groups[%zu]: expected a "
+			    "string", i);
+			goto out;
+		}
+		if ((n = snprintf(groups + off, glen - off, "%s%s", i ? "," : "",
+		    json_object_get_string(g))) < 0)
+			break;
+		off += (size_t)n;
+	}
+	snprintf(user, ulen, "%s", name);
+out:
 	json_object_put(o);
-	if (user[0] == '\0')
-		return errbuf_set(e, ERR_INVALID,
-		    "SelfSubjectReview answer has no status.userInfo.username");
-	return 0;
+	if (r < 0)
+		errbuf_prefix(e, r, "SelfSubjectReview answer");
+	return r;
 }
 
 /* daemon_server_version GETs /version and copies gitVersion into buf. */
 static int
 daemon_server_version(struct kube_client *c, char *buf, size_t len, struct errbuf *e)
 {
-	json_object *o = NULL, *v;
+	json_object *o = NULL;
+	const char *v;
 	int r;
 
 	if ((r = kube_request(c, "GET", "/version", NULL, NULL, &o, NULL, e)) < 0)
 		return r;
-	if (!json_object_object_get_ex(o, "gitVersion", &v) ||
-	    !json_object_is_type(v, json_type_string)) {
-		json_object_put(o);
-		return errbuf_set(e, ERR_INVALID, "GET /version: no gitVersion in the answer");
-	}
-	snprintf(buf, len, "%s", json_object_get_string(v));
+	if ((r = jsonx_str(o, "", "gitVersion", JSONX_REQUIRED, &v, NULL, e)) < 0)
+		errbuf_prefix(e, r, "GET /version");
+	else
+		snprintf(buf, len, "%s", v);
 	json_object_put(o);
-	return 0;
+	return r;
 }
 
-/* check-kubeconfig: connect once and tell what the API server says. */
 /* daemon_client loads the configuration and prepares a client for it. */
 static int
 daemon_client(const struct options *o, struct kubeconfig *kc, struct kube_client *c,
@@ -149,14 +157,15 @@ daemon_client(const struct options *o, struct kubeconfig *kc, struct kube_client
 
 	if ((r = daemon_connect_config(o, kc, e)) < 0)
 		return r;
-	if (kube_client_init(c, kc, "bootccm/" BOOTCCM_VERSION) < 0) {
+	if ((r = kube_client_init(c, kc, "bootccm/" BOOTCCM_VERSION)) < 0) {
 		kubeconfig_free(kc);
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+		return errbuf_set(e, r, "cannot make the API client");
 	}
 	kube_client_set_stop(c, &daemon_stop);
 	return 0;
 }
 
+/* check-kubeconfig: connect once and tell what the API server says. */
 int
 daemon_check_kubeconfig(const struct options *o)
 {
@@ -233,7 +242,8 @@ struct daemon {
 	struct events *events;
 	const struct cloud_provider *provider;   /* NULL: no --cloud-provider */
 	void *provider_state;
-	void *fallback_state;        /* the metadata provider, for the local node */
+	const struct cloud_provider *fallback;   /* the local node's; NULL: none */
+	void *fallback_state;
 	struct nodectl *nodectl;     /* cloud-node: every replica (local node) */
 	struct nodelifecycle *lifecycle; /* cloud-node-lifecycle: the leader only */
 };
@@ -310,8 +320,8 @@ daemon_stopped_leading(void *arg)
 }
 
 /* daemon_provider initializes --cloud-provider and, when it is not the
- * metadata provider itself, the metadata provider as the local node's
- * fallback. No --cloud-provider: no cloud controllers. */
+ * fallback provider itself, DAEMON_FALLBACK_PROVIDER for the local node. No
+ * --cloud-provider: no cloud controllers. */
 static int
 daemon_provider(struct daemon *d, struct errbuf *e)
 {
@@ -325,6 +335,8 @@ daemon_provider(struct daemon *d, struct errbuf *e)
 		.md_config_drive = o->metadata_config_drive,
 		.stop = &daemon_stop,
 	};
+	const struct cloud_provider *fb;
+	struct errbuf fe = { "" };
 	int r;
 
 	if (o->cloud_provider == NULL || *o->cloud_provider == '\0') {
@@ -336,13 +348,15 @@ daemon_provider(struct daemon *d, struct errbuf *e)
 		d->provider = NULL;
 		return r;
 	}
-	if (d->provider != &metadata_provider) {
-		struct errbuf fe = { "" };
+	if (cloud_provider_lookup(DAEMON_FALLBACK_PROVIDER, &fb, &fe) < 0) {
+		log_warn("No instance metadata fallback for the local node", "err", fe.msg, NULL);
+	} else if (fb != d->provider) {
 		cc.config_path = NULL;
-		if (metadata_provider.init(&cc, &d->fallback_state, &fe) < 0) {
-			d->fallback_state = NULL;
-			log_warn("No instance metadata fallback for the local node", "err", fe.msg, NULL);
-		}
+		if (fb->init(&cc, &d->fallback_state, &fe) < 0)
+			log_warn("No instance metadata fallback for the local node", "err", fe.msg,
+			    NULL);
+		else
+			d->fallback = fb;
 	}
 	return 0;
 }
@@ -357,7 +371,7 @@ daemon_nodectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
 		.nodes = nodes,
 		.provider = d->provider,
 		.provider_state = d->provider_state,
-		.fallback = d->fallback_state ? &metadata_provider : NULL,
+		.fallback = d->fallback,
 		.fallback_state = d->fallback_state,
 		.events = d->events,
 		.local_node = d->o->node_name,
@@ -515,8 +529,8 @@ stop:
 	events_free(d.events);
 	if (d.provider)
 		d.provider->free(d.provider_state);
-	if (d.fallback_state)
-		metadata_provider.free(d.fallback_state);
+	if (d.fallback)
+		d.fallback->free(d.fallback_state);
 	kube_client_cleanup(&c);
 	kubeconfig_free(&d.kc);
 	return rc;

@@ -1,10 +1,11 @@
 /* flags.h - command-line flags with pflag's syntax (the Kubernetes
- * components' parser) and Go durations.
+ * components' parser); FLAG_DURATION takes Go durations (duration.h).
  *
  * Syntax: --name=value, --name value, -name=value for one-letter names
  * (-v=2, -v 2, -v2), booleans as --name or --name=false (a boolean never
  * takes the next argument), "--" ends the flags. Contract: never logs;
- * failures return ERR_INVALID with a message naming the flag. */
+ * failures return ERR_INVALID with a message naming the flag; out of memory
+ * is fatal. */
 #ifndef BOOTCCM_FLAGS_H
 #define BOOTCCM_FLAGS_H
 
@@ -13,6 +14,7 @@
 #include <stdio.h>
 
 #include "clock.h" /* NS_PER_S, for the durations */
+#include "duration.h" /* what a flag user parses durations with */
 #include "err.h"
 
 enum flag_type {
@@ -52,12 +54,5 @@ void flags_free(struct flag *flags, size_t n);
 
 /* flags_parse_bool parses like Go's strconv.ParseBool: 0 or 1, or ERR_INVALID. */
 int flags_parse_bool(const char *s);
-
-/* duration_parse parses a Go duration ("15s", "1h30m", "1.5h", "300ms", "0")
- * into nanoseconds. Returns 0 or ERR_INVALID (syntax, unit, overflow). */
-int duration_parse(const char *s, int64_t *ret_ns);
-
-/* duration_format writes ns the way Go prints a time.Duration ("5m0s"). */
-void duration_format(int64_t ns, char *buf, size_t len);
 
 #endif

@@ -1,9 +1,12 @@
-/* main.c - bootccm's entry point: signals, subcommands, flags, logging. */
+/* main.c - bootccm's entry point: signals, subcommands, flags, logging, the
+ * build-info metric. */
 #include <curl/curl.h>
 #include <json-c/json.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <wolfssl/options.h>
+#include <wolfssl/ssl.h>
 #include <yaml.h>
 
 #include "daemon.h"
@@ -11,6 +14,7 @@
 #include "http.h"
 #include "log.h"
 #include "metadata/cmd.h"
+#include "metrics.h"
 #include "options.h"
 #include "stop.h"
 #include "version.h" /* generated: build/gen/version.h */
@@ -24,6 +28,23 @@ main_print_version(FILE *out)
 	fprintf(out, "libcurl %s (%s), json-c %s, libyaml %s\n", cv->version,
 	    cv->ssl_version ? cv->ssl_version : "no TLS", json_c_version(),
 	    yaml_get_version_string());
+}
+
+/* main_build_info registers bootccm_build_info, the constant 1 labeled with
+ * what this binary was built from and the libraries it runs with, as the
+ * Kubernetes components' *_build_info. */
+static void
+main_build_info(void)
+{
+	const curl_version_info_data *cv = curl_version_info(CURLVERSION_NOW);
+	struct metric *info;
+
+	info = metrics_gauge("bootccm_build_info",
+	    "A metric with a constant '1' value labeled by the version and commit bootccm "
+	    "was built from and the libcurl and wolfSSL versions it runs with.",
+	    "version,commit,libcurl,wolfssl");
+	metric_set(info, 1, BOOTCCM_VERSION, BOOTCCM_COMMIT, cv->version,
+	    wolfSSL_lib_version());
 }
 
 static int
@@ -81,6 +102,8 @@ main(int argc, char **argv)
 		options_free(&o);
 		return 1;
 	}
+	if (!check)
+		main_build_info();  /* before the daemon serves /metrics */
 	rc = check ? daemon_check_kubeconfig(&o) : daemon_run(&o);
 	options_free(&o);
 	log_clear_secrets();

@@ -8,8 +8,10 @@
 
 #include "flags.h"
 #include "cloud.h"
+#include "log.h"
 #include "metadata/cmd.h"
 #include "metadata/metadata.h"
+#include "xalloc.h"
 
 /* The table points into the struct being parsed, so it is built per call. */
 #define O(field) ((void *)&o->field)
@@ -93,7 +95,7 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	};
 	size_t n = sizeof(table) / sizeof(table[0]);
 	if (n > cap)
-		abort(); /* internal: the caller's array is too small */
+		log_fatal("options: the flag table outgrew OPTIONS_MAX", NULL);
 	memcpy(t, table, sizeof(table));
 	return n;
 }
@@ -242,8 +244,7 @@ options_parse(struct options *o, int argc, char **argv, int first, struct errbuf
 		if (gethostname(host, sizeof(host)) == 0) {
 			host[sizeof(host) - 1] = '\0';
 			free(o->node_name);
-			if ((o->node_name = strdup(host)) == NULL)
-				return ERR_NOMEM;
+			o->node_name = xstrdup(host);
 		}
 	}
 	return options_validate(o, e);

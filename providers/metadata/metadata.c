@@ -1,5 +1,6 @@
 /* metadata.c - the `metadata` provider: instance metadata for the local node,
- * what the kubelet reported at registration for the others. */
+ * what the kubelet reported at registration for the others; the metadata
+ * layer's md_* answers are converted into the provider interface's types. */
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +11,12 @@
 #include "err.h"
 #include "metadata.h"
 #include "metadata/metadata.h"
+#include "xalloc.h"
+
+/* The interface's fields hold whatever the metadata layer's do. */
+_Static_assert(MD_ID_MAX <= CLOUD_ID_MAX, "providerID does not fit");
+_Static_assert(MD_SHORT_MAX <= CLOUD_SHORT_MAX, "instance type, zone or region does not fit");
+_Static_assert(MD_NAME_MAX <= CLOUD_ADDR_MAX, "an address does not fit");
 
 /* The state: the merged metadata-layer config and the strings it borrows. */
 struct metadata_state {
@@ -50,17 +57,14 @@ metadata_flag_set(const char *v, const char *def)
 	return v != NULL && *v != '\0' && (def == NULL || strcmp(v, def) != 0);
 }
 
-static int
-metadata_pick(const char *flag, const char *def, const char *file, char **ret,
-    struct errbuf *e)
+/* metadata_pick copies the flag when it was given, else the file's key (or
+ * nothing). */
+static char *
+metadata_pick(const char *flag, const char *def, const char *file)
 {
 	const char *v = metadata_flag_set(flag, def) ? flag : file;
 
-	if (v == NULL)
-		return 0;
-	if ((*ret = strdup(v)) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "metadata provider: out of memory");
-	return 0;
+	return v != NULL ? xstrdup(v) : NULL;
 }
 
 static void
@@ -91,21 +95,12 @@ metadata_init(const struct cloud_config *cfg, void **ret_state, struct errbuf *e
 	if ((r = cloudconfig_load(cfg->config_path, metadata_schema, &file, sizeof(file),
 	    e)) < 0)
 		return r;
-	if ((st = calloc(1, sizeof(*st))) == NULL) {
-		r = errbuf_set(e, ERR_NOMEM, "metadata provider: out of memory");
-		goto out;
-	}
-	if ((st->node_name = strdup(cfg->node_name)) == NULL) {
-		r = errbuf_set(e, ERR_NOMEM, "metadata provider: out of memory");
-		goto out;
-	}
-	if ((r = metadata_pick(cfg->md_cloud, "auto", file.cloud, &st->cloud, e)) < 0 ||
-	    (r = metadata_pick(cfg->md_endpoint, NULL, file.endpoint, &st->endpoint, e)) < 0 ||
-	    (r = metadata_pick(cfg->md_dmi_dir, MD_DMI_DIR_DEFAULT, file.dmi_dir,
-	    &st->dmi_dir, e)) < 0 ||
-	    (r = metadata_pick(cfg->md_config_drive, NULL, file.config_drive,
-	    &st->config_drive, e)) < 0)
-		goto out;
+	st = xcalloc(1, sizeof(*st));
+	st->node_name = xstrdup(cfg->node_name);
+	st->cloud = metadata_pick(cfg->md_cloud, "auto", file.cloud);
+	st->endpoint = metadata_pick(cfg->md_endpoint, NULL, file.endpoint);
+	st->dmi_dir = metadata_pick(cfg->md_dmi_dir, MD_DMI_DIR_DEFAULT, file.dmi_dir);
+	st->config_drive = metadata_pick(cfg->md_config_drive, NULL, file.config_drive);
 	md_config_init(&st->md);
 	if ((r = md_config_set(&st->md, st->cloud, st->endpoint, st->dmi_dir,
 	    st->config_drive, e)) < 0) {
@@ -202,7 +197,7 @@ metadata_provided_ips(const char *node, const char *v, struct cloud_instance_met
 	int n = cloud_provided_node_ips(node, v, ips, e);
 
 	for (int i = 0; i < n; i++) {
-		m->addresses[i].type = MD_ADDR_INTERNAL_IP;
+		m->addresses[i].type = CLOUD_ADDR_INTERNAL_IP;
 		snprintf(m->addresses[i].address, sizeof(m->addresses[i].address), "%s",
 		    ips[i].text);
 	}
@@ -269,8 +264,7 @@ metadata_local(struct metadata_state *st, const struct cloud_node *node,
 	int r;
 
 	/* struct md_instance is several kilobytes: keep it off worker stacks */
-	if ((in = calloc(1, sizeof(*in))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "node %s: out of memory", node->name);
+	in = xcalloc(1, sizeof(*in));
 	if ((r = st->fetch(&st->md, in, e)) < 0) {
 		/* the metadata layer's ERR_NOT_FOUND means "no metadata service",
 		 * not "no such instance": it must never reach a caller as the
@@ -288,16 +282,23 @@ metadata_local(struct metadata_state *st, const struct cloud_node *node,
 		    in->provider_id);
 		goto out;
 	}
-	snprintf(m->source, sizeof(m->source), "%s", CLOUD_SOURCE_METADATA);
-	memcpy(m->provider_id, in->provider_id, sizeof(m->provider_id));
-	memcpy(m->instance_type, in->instance_type, sizeof(m->instance_type));
-	memcpy(m->zone, in->zone, sizeof(m->zone));
-	memcpy(m->region, in->region, sizeof(m->region));
 	for (i = 0; i < in->n_addresses; i++) {
-		m->addresses[i].type = in->addresses[i].type;
+		/* the two layers name address types as the API does */
+		if (cloud_addr_type_parse(md_addr_type_name(in->addresses[i].type),
+		    &m->addresses[i].type) < 0) {
+			r = errbuf_set(e, ERR_INVALID, "node %s (local): instance metadata: "
+			    "address %s has an unknown type", node->name,
+			    in->addresses[i].address);
+			goto out;
+		}
 		memcpy(m->addresses[i].address, in->addresses[i].address,
-		    sizeof(m->addresses[i].address));
+		    sizeof(in->addresses[i].address));
 	}
+	snprintf(m->source, sizeof(m->source), "%s", CLOUD_SOURCE_METADATA);
+	memcpy(m->provider_id, in->provider_id, sizeof(in->provider_id));
+	memcpy(m->instance_type, in->instance_type, sizeof(in->instance_type));
+	memcpy(m->zone, in->zone, sizeof(in->zone));
+	memcpy(m->region, in->region, sizeof(in->region));
 	m->n_addresses = in->n_addresses;
 	r = 0;
 out:
@@ -315,8 +316,7 @@ metadata_metadata(void *state, const struct cloud_node *node,
 
 	if (node == NULL || node->name == NULL || *node->name == '\0')
 		return errbuf_set(e, ERR_INVALID, "metadata provider: a node without a name");
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "node %s: out of memory", node->name);
+	m = xcalloc(1, sizeof(*m));
 	if (strcmp(node->name, st->node_name) == 0)
 		r = metadata_local(st, node, m, e);
 	else

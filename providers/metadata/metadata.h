@@ -13,7 +13,9 @@
  *     endpoint: http://host[:port]
  *     dmiDir: /sys/class/dmi/id
  *     configDrive: /path/of/config-2
- * The --metadata-* flags win over these keys when set. */
+ * The --metadata-* flags win over these keys when set.
+ * Registered in providers/table/table.c; the metadata layer's md_* answers
+ * are converted into cloud.h's types here, so nothing above sees them. */
 #ifndef BOOTCCM_PROVIDER_METADATA_H
 #define BOOTCCM_PROVIDER_METADATA_H
 

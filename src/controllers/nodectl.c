@@ -5,21 +5,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "backoff.h"
 #include "clock.h"
 #include "controllers/nodeview.h"
+#include "hmap.h"
+#include "jsonx.h"
 #include "kube/client.h"
 #include "kube/node.h"
 #include "kube/workqueue.h"
 #include "log.h"
 #include "metrics.h"
+#include "xalloc.h"
 
 #define NODECTL_QUEUE "cloud-node"
 #define NODECTL_CONFLICT_TRIES 5        /* fresh reads after a conflict, per sync */
 #define NODECTL_PERMANENT_FAST_TRIES 3  /* backoff retries of a permanent failure */
 #define NODECTL_PERMANENT_RETRY_NS (60LL * NS_PER_S) /* then this often */
-#define NODECTL_BOOT_RETRY_NS (200LL * 1000000LL) /* local node's direct read */
+/* the local node's retries: the workqueue's default first delay, doubling
+ * up to NODECTL_LOCAL_RETRY_MAX_NS, no jitter (one key, nobody to spread) */
+#define NODECTL_LOCAL_RETRY_BASE_NS RATELIMITER_DEFAULT_BASE_NS
 
 /* Labels upstream sets from the instance metadata: GA and beta. */
 static const struct {
@@ -34,8 +39,8 @@ static const struct {
 
 #define NODECTL_RV_MAX 64
 
+/* A Node this replica initialized, by name in struct nodectl's marks. */
 struct nodectl_mark {
-	char name[254];
 	char rv[2][NODECTL_RV_MAX];     /* the version we started from, and the
 	                                   one between our two writes */
 };
@@ -49,18 +54,16 @@ struct nodectl {
 	int nworkers;
 	pthread_t refresher;
 	int refresher_started;
-	pthread_t boot;
-	int boot_started;
 	pthread_mutex_t mu;
-	pthread_cond_t cv;
+	pthread_cond_t cv;              /* remote_inflight dropped to 0 */
 	int leading;                    /* under mu; read atomically by handlers */
 	int remote_inflight;            /* syncs of other nodes in progress (mu) */
-	int local_busy;                 /* a worker or nodectl_boot syncs the local node (mu) */
-	int stopping;                   /* under mu */
-	int64_t local_delay_ns;         /* the local node's next retry delay (mu) */
-	struct nodectl_mark *marks;     /* see nodectl_mark (mu) */
-	size_t nmarks, capmarks;
-	struct stop stop;               /* the clients abandon retries */
+	/* the local node's retry delays: only the worker holding its key uses
+	 * it, and the queue hands a key to one worker at a time */
+	struct backoff local_backoff;
+	struct hmap marks;              /* node name -> struct nodectl_mark (mu) */
+	struct stop stop;               /* the refresher's sleep; the clients
+	                                   abandon retries */
 };
 
 static struct metric *m_delay, *m_inits, *m_failures;
@@ -120,12 +123,12 @@ nodectl_addresses(const struct kube_node *n, const struct cloud_instance_metadat
 		if (!(matched_types & (1u << m->addresses[i].type)))
 			out[k++] = m->addresses[i];
 	for (i = 0; i < k; i++)
-		hostname |= out[i].type == MD_ADDR_HOSTNAME;
+		hostname |= out[i].type == CLOUD_ADDR_HOSTNAME;
 	for (i = 0; !hostname && i < n->naddresses && k < CLOUD_ADDRS_MAX + 1; i++) {
 		const char *a = n->addresses[i].address;
 		if (n->addresses[i].type && strcmp(n->addresses[i].type, "Hostname") == 0 &&
 		    a != NULL && strlen(a) < sizeof(out[k].address)) {
-			out[k].type = MD_ADDR_HOSTNAME;
+			out[k].type = CLOUD_ADDR_HOSTNAME;
 			memcpy(out[k].address, a, strlen(a) + 1);
 			k++;
 		}
@@ -142,7 +145,7 @@ nodectl_addresses_equal(const struct kube_node *n, const struct cloud_address *a
 		return 0;
 	for (size_t i = 0; i < k; i++)
 		if (n->addresses[i].type == NULL || n->addresses[i].address == NULL ||
-		    strcmp(n->addresses[i].type, md_addr_type_name(a[i].type)) != 0 ||
+		    strcmp(n->addresses[i].type, cloud_addr_type_name(a[i].type)) != 0 ||
 		    strcmp(n->addresses[i].address, a[i].address) != 0)
 			return 0;
 	return 1;
@@ -268,7 +271,7 @@ nodectl_status_patch(const struct cloud_address *a, size_t k)
 
 	for (size_t i = 0; i < k; i++) {
 		json_object *o = json_object_new_object();
-		json_object_object_add(o, "type", json_object_new_string(md_addr_type_name(a[i].type)));
+		json_object_object_add(o, "type", json_object_new_string(cloud_addr_type_name(a[i].type)));
 		json_object_object_add(o, "address", json_object_new_string(a[i].address));
 		json_object_array_add(arr, o);
 	}
@@ -290,56 +293,43 @@ nodectl_is_local(const struct nodectl *c, const char *name)
  * initialized from a direct read before the cache had it), or the one
  * between its two writes (the status write's resourceVersion). A sync of
  * either would repeat writes into a conflict. The entry goes when any other
- * version of the Node arrives from the watch. Few entries (nodes in
- * flight), so a plain array. */
+ * version of the Node arrives from the watch. */
 static void
 nodectl_mark(struct nodectl *c, const char *name, const char *start_rv, const char *rv)
 {
+	struct nodectl_mark *m = xcalloc(1, sizeof(*m)), *old;
+
+	snprintf(m->rv[0], sizeof(m->rv[0]), "%s", start_rv);
+	snprintf(m->rv[1], sizeof(m->rv[1]), "%s", rv);
 	pthread_mutex_lock(&c->mu);
-	if (c->nmarks == c->capmarks) {
-		size_t cap = c->capmarks ? c->capmarks * 2 : 16;
-		struct nodectl_mark *v = realloc(c->marks, cap * sizeof(*v));
-		if (v == NULL) {
-			pthread_mutex_unlock(&c->mu);
-			return;  /* only an optimization */
-		}
-		c->marks = v;
-		c->capmarks = cap;
-	}
-	snprintf(c->marks[c->nmarks].name, sizeof(c->marks[0].name), "%s", name);
-	snprintf(c->marks[c->nmarks].rv[0], sizeof(c->marks[0].rv[0]), "%s", start_rv);
-	snprintf(c->marks[c->nmarks].rv[1], sizeof(c->marks[0].rv[1]), "%s", rv);
-	c->nmarks++;
+	old = hmap_put(&c->marks, name, m);
 	pthread_mutex_unlock(&c->mu);
+	free(old);
 }
 
-/* nodectl_find_mark returns the index of n's entry or -1, and sets *ret_stale
- * when n's version is one the entry names (c->mu held). */
-static long
-nodectl_find_mark(struct nodectl *c, const struct kube_node *n, int *ret_stale)
+/* nodectl_mark_stale tells whether n's version is one its mark names, and
+ * returns the mark or NULL (c->mu held). */
+static struct nodectl_mark *
+nodectl_mark_stale(struct nodectl *c, const struct kube_node *n, int *ret_stale)
 {
 	const char *rv = n->obj.resource_version;
+	struct nodectl_mark *m = hmap_get(&c->marks, n->name);
 
-	for (size_t i = 0; i < c->nmarks; i++)
-		if (strcmp(c->marks[i].name, n->name) == 0) {
-			*ret_stale = strcmp(c->marks[i].rv[0], rv) == 0 ||
-			    strcmp(c->marks[i].rv[1], rv) == 0;
-			return (long)i;
-		}
-	*ret_stale = 0;
-	return -1;
+	*ret_stale = m != NULL && (strcmp(m->rv[0], rv) == 0 || strcmp(m->rv[1], rv) == 0);
+	return m;
 }
 
 static void
 nodectl_unmark(struct nodectl *c, const struct kube_node *n)
 {
-	long i;
+	struct nodectl_mark *m = NULL;
 	int stale;
 
 	pthread_mutex_lock(&c->mu);
-	if ((i = nodectl_find_mark(c, n, &stale)) >= 0 && !stale)
-		c->marks[i] = c->marks[--c->nmarks];
+	if (nodectl_mark_stale(c, n, &stale) != NULL && !stale)
+		m = hmap_delete(&c->marks, n->name);
 	pthread_mutex_unlock(&c->mu);
+	free(m);
 }
 
 static int
@@ -348,7 +338,7 @@ nodectl_stale(struct nodectl *c, const struct kube_node *n)
 	int stale;
 
 	pthread_mutex_lock(&c->mu);
-	nodectl_find_mark(c, n, &stale);
+	nodectl_mark_stale(c, n, &stale);
 	pthread_mutex_unlock(&c->mu);
 	return stale;
 }
@@ -415,11 +405,10 @@ nodectl_instance(struct nodectl *c, const struct kube_node *n,
 	int r;
 
 	fallback_err[0] = '\0';
-	if ((r = nodeview_init(&v, n, e)) < 0)
-		return r;
+	nodeview_init(&v, n);
 	memset(m, 0, sizeof(*m));
 	r = c->cfg.provider->instances->metadata(c->cfg.provider_state, &v.node, m, e);
-	if (r < 0 && r != ERR_NOMEM && c->cfg.fallback != NULL && nodectl_is_local(c, n->name)) {
+	if (r < 0 && c->cfg.fallback != NULL && nodectl_is_local(c, n->name)) {
 		memset(m, 0, sizeof(*m));
 		int fr = c->cfg.fallback->instances->metadata(c->cfg.fallback_state, &v.node, m, &fe);
 		if (fr == 0) {
@@ -456,13 +445,8 @@ nodectl_failure_reason(int r)
 	}
 }
 
-static int64_t
-nodectl_now_s(void)
-{
-	return (int64_t)time(NULL);
-}
-
-/* nodectl_get reads the Node afresh (after a conflict). */
+/* nodectl_get reads the Node from the API server: after a conflict, and the
+ * local node before the cache has it. */
 static int
 nodectl_get(struct kube_client *kc, const char *name, const struct kube_node **ret,
     struct errbuf *e)
@@ -482,16 +466,17 @@ nodectl_get(struct kube_client *kc, const char *name, const struct kube_node **r
 	return r;
 }
 
+/* nodectl_rv returns an answer's metadata.resourceVersion, or NULL. */
 static const char *
 nodectl_rv(json_object *o)
 {
-	json_object *md, *rv;
+	json_object *md = NULL;
+	const char *rv = NULL;
 
-	if (o != NULL && json_object_object_get_ex(o, "metadata", &md) &&
-	    json_object_object_get_ex(md, "resourceVersion", &rv) &&
-	    json_object_is_type(rv, json_type_string))
-		return json_object_get_string(rv);
-	return NULL;
+	if (jsonx_object(o, "", "metadata", JSONX_REQUIRED, &md, NULL) < 0 ||
+	    jsonx_str(md, "metadata", "resourceVersion", JSONX_REQUIRED, &rv, NULL, NULL) < 0)
+		return NULL;
+	return rv;
 }
 
 /* nodectl_patch_node sends ops (nodectl_node_ops) to the Node behind a test
@@ -528,8 +513,7 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
 	size_t k = 0;
 	int r;
 
-	if ((addrs = calloc(CLOUD_ADDRS_MAX + 1, sizeof(*addrs))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "node %s: out of memory", n->name);
+	addrs = xcalloc(CLOUD_ADDRS_MAX + 1, sizeof(*addrs));
 	if ((r = nodectl_addresses(n, m, addrs, &k, e)) < 0)
 		goto out;
 	if (initialize && (n->provider_id == NULL || *n->provider_id == '\0') &&
@@ -592,10 +576,7 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 		json_object_put(ops);
 		goto out;
 	}
-	if ((m = malloc(sizeof(*m))) == NULL) {
-		r = errbuf_set(e, ERR_NOMEM, "node %s: out of memory", n->name);
-		goto out;
-	}
+	m = xmalloc(sizeof(*m));
 	if ((r = nodectl_instance(c, n, m, fallback_err, sizeof(fallback_err), e)) < 0)
 		goto fail;
 	for (tries = 0;; tries++) {
@@ -620,7 +601,8 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 	{
 		const char *src = m->source[0] ? m->source : CLOUD_SOURCE_API;
 		char msg[ERRBUF_MAX + 256];
-		int64_t age = n->creation_timestamp ? nodectl_now_s() - n->creation_timestamp : -1;
+		int64_t age = n->creation_timestamp ?
+		    clock_real_ns() / NS_PER_S - n->creation_timestamp : -1;
 
 		if (fallback_err[0])
 			snprintf(msg, sizeof(msg), "Node synced successfully: initialized from %s "
@@ -649,19 +631,42 @@ out:
 	return r;
 }
 
+/* nodectl_sync brings the Node called key where it should be, as the cache
+ * has it. The local node is read from the API server while the cache does
+ * not have it yet: the first LIST of thousands of Nodes takes seconds, and
+ * the node bootccm runs on must not wait for it (invariant 2). Not found
+ * there (not registered yet) or forbidden (no RBAC yet) is an error, so the
+ * worker retries it soon. */
 static int
 nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct errbuf *e)
 {
 	const struct store_obj *o = store_get(reflector_store(c->cfg.nodes), key);
+	const struct kube_node *n = NULL;
 	int r;
 
-	if (o == NULL)
+	if (o != NULL) {
+		r = nodectl_sync_node(c, kc, kube_node_of(o), e);
+		store_obj_unref(o);
+		return r;
+	}
+	/* gone, or not registered: the watch queues it when it comes */
+	if (!nodectl_is_local(c, key) || reflector_has_synced(c->cfg.nodes))
 		return 0;
-	r = nodectl_sync_node(c, kc, kube_node_of(o), e);
-	store_obj_unref(o);
+	if ((r = nodectl_get(kc, key, &n, e)) < 0) {
+		log_info(4, "Local node not readable yet", "node", key, "err", e->msg, NULL);
+		return r;
+	}
+	r = 0;
+	if (nodectl_needs_work(n, __atomic_load_n(&c->leading, __ATOMIC_ACQUIRE)))
+		r = nodectl_sync_node(c, kc, n, e);
+	store_obj_unref(&n->obj);
 	return r;
 }
 
+/* nodectl_worker is the queue's loop. The local node's failures retry on
+ * its own short backoff (a metadata service or a registration that comes
+ * late is seen within NODECTL_LOCAL_RETRY_MAX_NS); the others' on the
+ * queue's per-key limiter, permanent failures slowly. */
 static void *
 nodectl_worker(void *arg)
 {
@@ -678,43 +683,32 @@ nodectl_worker(void *arg)
 		struct errbuf e = { "" };
 		int local = nodectl_is_local(c, key), r;
 
-		pthread_mutex_lock(&c->mu);
-		if (!local && !c->leading) {
+		if (!local) {
+			pthread_mutex_lock(&c->mu);
+			int leading = c->leading;
+			if (leading)
+				c->remote_inflight++;
 			pthread_mutex_unlock(&c->mu);
-			wq_forget(c->q, key);
-			wq_done(c->q, key);
-			continue;
+			if (!leading) {
+				wq_forget(c->q, key);
+				wq_done(c->q, key);
+				continue;
+			}
 		}
-		if (local && c->local_busy) {
-			/* nodectl_boot has it: look again shortly */
-			pthread_mutex_unlock(&c->mu);
-			wq_add_after(c->q, key, NODECTL_BOOT_RETRY_NS);
-			wq_done(c->q, key);
-			continue;
-		}
-		if (local)
-			c->local_busy = 1;
-		else
-			c->remote_inflight++;
-		pthread_mutex_unlock(&c->mu);
 
 		r = nodectl_sync(c, &kc, key, &e);
 
-		pthread_mutex_lock(&c->mu);
-		if (local)
-			c->local_busy = 0;
-		if (!local && --c->remote_inflight == 0)
-			pthread_cond_broadcast(&c->cv);
-		if (local && r < 0) {
-			int64_t d = c->local_delay_ns;
-			c->local_delay_ns = d * 2 > NODECTL_LOCAL_RETRY_MAX_NS ?
-			    NODECTL_LOCAL_RETRY_MAX_NS : d * 2;
+		if (!local) {
+			pthread_mutex_lock(&c->mu);
+			if (--c->remote_inflight == 0)
+				pthread_cond_broadcast(&c->cv);
 			pthread_mutex_unlock(&c->mu);
-			wq_add_after(c->q, key, d);
+		}
+		if (local && r < 0) {
+			wq_add_after(c->q, key, backoff_next(&c->local_backoff));
 		} else {
 			if (local)
-				c->local_delay_ns = RATELIMITER_DEFAULT_BASE_NS;
-			pthread_mutex_unlock(&c->mu);
+				backoff_reset(&c->local_backoff);
 			if (r < 0 && (err_retryable(r) || r == ERR_CONFLICT ||
 			    wq_num_requeues(c->q, key) < NODECTL_PERMANENT_FAST_TRIES)) {
 				wq_add_rate_limited(c->q, key);
@@ -727,61 +721,6 @@ nodectl_worker(void *arg)
 			}
 		}
 		wq_done(c->q, key);
-	}
-	kube_client_cleanup(&kc);
-	return NULL;
-}
-
-/* nodectl_boot initializes the local node from a direct read, without
- * waiting for the full initial LIST (seconds at thousands of Nodes): the node
- * bootccm runs on comes first (invariant 2). It gives up, leaving the node to
- * the workers, once the cache has synced or the one attempt was made. */
-static void *
-nodectl_boot(void *arg)
-{
-	struct nodectl *c = arg;
-	struct kube_client kc;
-
-	if (kube_client_init(&kc, c->cfg.kc, c->user_agent) < 0)
-		return NULL;
-	kube_client_set_stop(&kc, &c->stop);
-	kube_client_set_retries(&kc, 0, 0, 0);  /* this loop is the retry */
-	while (!stop_requested(&c->stop) &&
-	    !reflector_has_synced(c->cfg.nodes)) {
-		const struct kube_node *n = NULL;
-		struct errbuf e = { "" };
-		int r = nodectl_get(&kc, c->local_node, &n, &e);
-
-		if (r == 0) {
-			pthread_mutex_lock(&c->mu);
-			int mine = !c->local_busy;   /* else a worker has it already */
-			c->local_busy = 1;
-			pthread_mutex_unlock(&c->mu);
-			if (mine && kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL)
-				nodectl_sync_node(c, &kc, n, &e);
-			if (mine) {
-				pthread_mutex_lock(&c->mu);
-				c->local_busy = 0;
-				pthread_mutex_unlock(&c->mu);
-			}
-			store_obj_unref(&n->obj);
-			break;
-		}
-		log_info(4, "Local node not readable yet", "node", c->local_node, "err", e.msg,
-		    NULL);
-		/* not registered yet, or no RBAC yet: try again shortly */
-		pthread_mutex_lock(&c->mu);
-		if (!c->stopping) {
-			struct timespec ts;
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_nsec += NODECTL_BOOT_RETRY_NS;
-			if (ts.tv_nsec >= NS_PER_S) {
-				ts.tv_sec++;
-				ts.tv_nsec -= NS_PER_S;
-			}
-			pthread_cond_timedwait(&c->cv, &c->mu, &ts);
-		}
-		pthread_mutex_unlock(&c->mu);
 	}
 	kube_client_cleanup(&kc);
 	return NULL;
@@ -808,12 +747,8 @@ nodectl_list_cb(const struct cloud_instance_metadata *m, void *arg)
 	if (m->provider_id[0] == '\0')
 		return 0;
 	if (a->n == a->cap) {
-		size_t cap = a->cap ? a->cap * 2 : 64;
-		struct nodectl_listed *v = realloc(a->v, cap * sizeof(*v));
-		if (v == NULL)
-			return ERR_NOMEM;
-		a->v = v;
-		a->cap = cap;
+		a->cap = a->cap ? a->cap * 2 : 64;
+		a->v = xreallocarray(a->v, a->cap, sizeof(*a->v));
 	}
 	struct nodectl_listed *l = &a->v[a->n++];
 	memcpy(l->provider_id, m->provider_id, sizeof(l->provider_id));
@@ -836,13 +771,13 @@ nodectl_refresh_once(struct nodectl *c, struct kube_client *kc)
 {
 	const struct cloud_instances_ops *in = c->cfg.provider->instances;
 	struct nodectl_list_acc acc = { NULL, 0, 0 };
-	struct cloud_instance_metadata *m = malloc(sizeof(*m));
+	struct cloud_instance_metadata *m = xmalloc(sizeof(*m));
 	const struct store_obj **objs = NULL;
 	size_t nobjs = 0, checked = 0, failed = 0;
 	struct errbuf e = { "" };
 	int use_list = in->list != NULL;
 
-	if (m == NULL || store_list(reflector_store(c->cfg.nodes), &objs, &nobjs) < 0)
+	if (store_list(reflector_store(c->cfg.nodes), &objs, &nobjs) < 0)
 		goto out;
 	if (use_list) {
 		if (in->list(c->cfg.provider_state, nodectl_list_cb, &acc, &e) < 0) {
@@ -905,31 +840,24 @@ nodectl_refresher(void *arg)
 {
 	struct nodectl *c = arg;
 	struct kube_client kc;
-	struct timespec ts;
 
 	if (kube_client_init(&kc, c->cfg.kc, c->user_agent) < 0)
 		return NULL;
 	kube_client_set_stop(&kc, &c->stop);
-	pthread_mutex_lock(&c->mu);
-	for (;;) {
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		int64_t t = (int64_t)ts.tv_sec * NS_PER_S + ts.tv_nsec + c->cfg.refresh_period_ns;
-		ts.tv_sec = (time_t)(t / NS_PER_S);
-		ts.tv_nsec = (long)(t % NS_PER_S);
-		while (!c->stopping && pthread_cond_timedwait(&c->cv, &c->mu, &ts) == 0)
-			;
-		if (c->stopping)
-			break;
-		if (!c->leading)
-			continue;
-		c->remote_inflight++;
+	while (!stop_sleep(&c->stop, c->cfg.refresh_period_ns)) {
+		pthread_mutex_lock(&c->mu);
+		int leading = c->leading;
+		if (leading)
+			c->remote_inflight++;
 		pthread_mutex_unlock(&c->mu);
+		if (!leading)
+			continue;
 		nodectl_refresh_once(c, &kc);
 		pthread_mutex_lock(&c->mu);
 		if (--c->remote_inflight == 0)
 			pthread_cond_broadcast(&c->cv);
+		pthread_mutex_unlock(&c->mu);
 	}
-	pthread_mutex_unlock(&c->mu);
 	kube_client_cleanup(&kc);
 	return NULL;
 }
@@ -943,7 +871,6 @@ nodectl_new(const struct nodectl_config *cfg, struct nodectl **ret, struct errbu
 	struct reflector_handlers h = {
 		.on_add = nodectl_on_add, .on_update = nodectl_on_update,
 	};
-	pthread_condattr_t ca;
 	int r;
 
 	if (cfg->provider == NULL || cfg->provider->instances == NULL ||
@@ -953,22 +880,16 @@ nodectl_new(const struct nodectl_config *cfg, struct nodectl **ret, struct errbu
 	if (cfg->nodes == NULL || cfg->kc == NULL || cfg->workers < 1 ||
 	    cfg->refresh_period_ns <= 0)
 		return errbuf_set(e, ERR_INVALID, "cloud-node: incomplete configuration");
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	c = xcalloc(1, sizeof(*c));
 	c->cfg = *cfg;
-	c->local_node = cfg->local_node ? strdup(cfg->local_node) : NULL;
-	c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "bootccm");
-	c->local_delay_ns = RATELIMITER_DEFAULT_BASE_NS;
+	c->local_node = cfg->local_node ? xstrdup(cfg->local_node) : NULL;
+	c->user_agent = xstrdup(cfg->user_agent ? cfg->user_agent : "bootccm");
+	backoff_init(&c->local_backoff, NODECTL_LOCAL_RETRY_BASE_NS, NODECTL_LOCAL_RETRY_MAX_NS,
+	    2.0, 0);
+	hmap_init(&c->marks, HMAP_COPY_KEYS);
 	stop_init(&c->stop);
 	pthread_mutex_init(&c->mu, NULL);
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cv, &ca);
-	pthread_condattr_destroy(&ca);
-	if (c->user_agent == NULL || (cfg->local_node && c->local_node == NULL)) {
-		nodectl_free(c);
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
-	}
+	pthread_cond_init(&c->cv, NULL);
 	if ((r = wq_new(NODECTL_QUEUE, NULL, &c->q)) < 0) {
 		nodectl_free(c);
 		return errbuf_set(e, r, "cloud-node: cannot create the work queue");
@@ -986,19 +907,20 @@ nodectl_new(const struct nodectl_config *cfg, struct nodectl **ret, struct errbu
 int
 nodectl_start(struct nodectl *c, struct errbuf *e)
 {
-	if ((c->workers = calloc((size_t)c->cfg.workers, sizeof(*c->workers))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "out of memory");
+	int r;
+
+	/* the local node first, without waiting for the cache (nodectl_sync) */
+	if (c->local_node != NULL && *c->local_node != '\0' &&
+	    (r = wq_add(c->q, c->local_node)) < 0)
+		return errbuf_set(e, r, "cloud-node: cannot queue the local node \"%.64s\"",
+		    c->local_node);
+	c->workers = xcalloc((size_t)c->cfg.workers, sizeof(*c->workers));
 	for (; c->nworkers < c->cfg.workers; c->nworkers++)
 		if (pthread_create(&c->workers[c->nworkers], NULL, nodectl_worker, c) != 0)
 			return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start a worker");
 	if (pthread_create(&c->refresher, NULL, nodectl_refresher, c) != 0)
 		return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start the refresher");
 	c->refresher_started = 1;
-	if (c->local_node != NULL && *c->local_node != '\0') {
-		if (pthread_create(&c->boot, NULL, nodectl_boot, c) != 0)
-			return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start");
-		c->boot_started = 1;
-	}
 	return 0;
 }
 
@@ -1030,10 +952,6 @@ nodectl_stop(struct nodectl *c)
 	if (c == NULL)
 		return;
 	stop_request(&c->stop);
-	pthread_mutex_lock(&c->mu);
-	c->stopping = 1;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
 	if (c->q)
 		wq_shutdown(c->q);
 	for (int i = 0; i < c->nworkers; i++)
@@ -1042,9 +960,6 @@ nodectl_stop(struct nodectl *c)
 	if (c->refresher_started)
 		pthread_join(c->refresher, NULL);
 	c->refresher_started = 0;
-	if (c->boot_started)
-		pthread_join(c->boot, NULL);
-	c->boot_started = 0;
 }
 
 void
@@ -1055,7 +970,7 @@ nodectl_free(struct nodectl *c)
 	nodectl_stop(c);
 	wq_free(c->q);
 	free(c->workers);
-	free(c->marks);
+	hmap_free(&c->marks, free);
 	free(c->local_node);
 	free(c->user_agent);
 	pthread_mutex_destroy(&c->mu);

@@ -12,10 +12,15 @@
  *   timeAdded): at most two
  *   writes per initialization, and no Node is ever untainted without its
  *   addresses. A conflict re-reads the Node and rebuilds both;
- * - scope: every replica initializes its own node (local_node), first from
- *   a direct read that does not wait for the initial LIST; the leader
- *   (nodectl_set_leading) handles every Node. resourceVersion preconditions
- *   make a leader and the local replica racing on one Node harmless;
+ * - scope: every replica initializes its own node (local_node): its key is
+ *   queued at start, and its sync reads it from the API server (GET) while
+ *   the cache does not have it yet, so it never waits for the initial LIST;
+ *   the leader (nodectl_set_leading) handles every Node. One way in: every
+ *   sync goes through the work queue, which never hands a key to two
+ *   workers. resourceVersion preconditions make a leader and the local
+ *   replica racing on one Node harmless; a cached version this replica has
+ *   already written over (the one it started from, or the one between its
+ *   two writes) is not synced again;
  * - the local node falls back to the `fallback` provider (the metadata
  *   provider) when the provider fails for it; the Synced Event and the
  *   bootccm_node_initializations_total{source} label say which source
@@ -24,8 +29,8 @@
  *   provider has it: O(N / page size) cloud calls per period.
  * Failures keep the taint, record a Warning Event (reason InitializationFailed)
  * saying why, and retry with per-key backoff (the local node's capped at
- * NODECTL_LOCAL_RETRY_MAX_NS so a metadata service that comes up late is seen
- * soon).
+ * NODECTL_LOCAL_RETRY_MAX_NS so a metadata service that comes up late, or a
+ * Node not registered or an RBAC binding not created yet, is seen soon).
  *
  * Metrics: node_controller_cloud_provider_taint_removal_delay_seconds
  * (upstream's name: seconds from the Node's creation to the taint's removal),
@@ -37,6 +42,7 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
+#include "clock.h"
 #include "cloud.h"
 #include "err.h"
 #include "kube/events.h"
@@ -45,7 +51,7 @@
 #include "kubeconfig.h"
 
 #define NODECTL_TAINT_UNINITIALIZED "node.cloudprovider.kubernetes.io/uninitialized"
-#define NODECTL_LOCAL_RETRY_MAX_NS (2LL * 1000000000LL)
+#define NODECTL_LOCAL_RETRY_MAX_NS (2 * NS_PER_S) /* the local node's longest retry delay */
 
 struct nodectl_config {
 	struct kubeconfig *kc;          /* borrowed; outlives the controller */
@@ -65,11 +71,15 @@ struct nodectl;
 
 /* nodectl_new registers the controller's handlers on cfg->nodes (which must
  * not be started yet) and copies cfg. Returns 0, ERR_NOT_IMPLEMENTED (the
- * provider has no instances.metadata), ERR_INVALID, ERR_NOMEM. */
+ * provider has no instances.metadata), ERR_INVALID, or the work queue's or
+ * the reflector's error. */
 int nodectl_new(const struct nodectl_config *cfg, struct nodectl **ret,
     struct errbuf *e);
 
-/* nodectl_start starts the workers once the Node cache has synced. */
+/* nodectl_start queues the local node and starts the workers and the
+ * refresher at once: they do not wait for the Node cache to sync (the local
+ * node is read directly until it has). Returns 0, ERR_INVALID (a local node
+ * name the queue cannot hold) or ERR_INTERNAL (a thread did not start). */
 int nodectl_start(struct nodectl *c, struct errbuf *e);
 
 /* nodectl_set_leading widens the scope to every Node (1) or narrows it back

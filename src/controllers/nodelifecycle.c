@@ -3,31 +3,25 @@
  * and keeps the shutdown taint in step with the instances' state. */
 #include "controllers/nodelifecycle.h"
 
-#include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <json-c/json.h>
 
 #include "clock.h"
 #include "controllers/nodeview.h"
-#include "flags.h"
 #include "kube/client.h"
 #include "kube/node.h"
 #include "kube/store.h"
 #include "log.h"
 #include "metrics.h"
+#include "xalloc.h"
 
 #define NODELIFECYCLE_SYNC_POLL_NS (200 * NS_PER_MS) /* stop checks while the cache syncs */
 #define NODELIFECYCLE_STACK_SIZE (256 * 1024)        /* bytes */
 #define NODELIFECYCLE_TAINT_EFFECT "NoSchedule"
-/* upstream's ShutdownTaint: no value, no timeAdded */
-#define NODELIFECYCLE_TAINT_JSON \
-	"{\"key\":\"" NODELIFECYCLE_SHUTDOWN_TAINT "\",\"effect\":\"" NODELIFECYCLE_TAINT_EFFECT "\"}"
 
 struct nodelifecycle {
 	struct nodelifecycle_config cfg;  /* user_agent points at user_agent */
@@ -46,17 +40,6 @@ struct nodelifecycle_pass {
 	int errors;                       /* nodes whose existence the provider could not tell */
 	char first_node[EVENTS_NAME_MAX + 1];
 	char first_err[ERRBUF_MAX];
-};
-
-/* The decision for a Node that is not Ready, once the provider has answered
- * instances.exists. */
-enum nodelifecycle_verdict {
-	NODELIFECYCLE_KEEP,               /* the instance exists: check for shutdown */
-	NODELIFECYCLE_DELETE,
-	NODELIFECYCLE_REFUSE_ERROR,       /* the provider failed: no decision */
-	NODELIFECYCLE_REFUSE_NOT_IMPLEMENTED,
-	NODELIFECYCLE_REFUSE_NOT_DEFINITIVE,
-	NODELIFECYCLE_REFUSE_GRACE,       /* gone, but the Node is too young */
 };
 
 /* bootccm_node_lifecycle_deletions_refused_total's reason label, by verdict. */
@@ -119,24 +102,36 @@ nodelifecycle_wait_synced(struct nodelifecycle *c)
 	return 0;
 }
 
-/* nodelifecycle_decide is the whole deletion policy ("never delete on
- * doubt"): exists_rc and exists are instances.exists's answer, age_ns the
- * Node's age (< 0: unknown). */
-static enum nodelifecycle_verdict
-nodelifecycle_decide(const struct cloud_provider *p, int exists_rc, int exists,
-    int64_t age_ns, int64_t grace_ns)
+enum nodelifecycle_verdict
+nodelifecycle_decide(const struct cloud_provider *p, int64_t grace_ns,
+    const struct nodelifecycle_facts *f)
 {
-	if (exists_rc == 0 && exists)
-		return NODELIFECYCLE_KEEP;
-	if (exists_rc == 0)
-		exists_rc = ERR_NOT_FOUND;  /* "false" is upstream's InstanceNotFound */
-	if (exists_rc == ERR_NOT_IMPLEMENTED)
+	int rc;
+
+	/* only Ready=True is ready: no condition yet counts as Unknown */
+	if (f->ready == KUBE_NODE_READY_TRUE)
+		return NODELIFECYCLE_READY;
+	if (f->deleting)
+		return NODELIFECYCLE_SKIP;  /* on its way out already */
+	if (!f->exists_asked)
+		return NODELIFECYCLE_ASK_EXISTS;
+	if (f->exists_rc == 0 && f->exists) {
+		if (p == NULL || p->instances == NULL || p->instances->shutdown == NULL)
+			return NODELIFECYCLE_KEEP;
+		if (!f->shutdown_asked)
+			return NODELIFECYCLE_ASK_SHUTDOWN;
+		return f->shutdown_rc == 0 && f->shutdown ? NODELIFECYCLE_SHUTDOWN :
+		    NODELIFECYCLE_KEEP;
+	}
+	/* "false" is upstream's InstanceNotFound */
+	rc = f->exists_rc == 0 ? ERR_NOT_FOUND : f->exists_rc;
+	if (rc == ERR_NOT_IMPLEMENTED)
 		return NODELIFECYCLE_REFUSE_NOT_IMPLEMENTED;
-	if (exists_rc != ERR_NOT_FOUND)
+	if (rc != ERR_NOT_FOUND)
 		return NODELIFECYCLE_REFUSE_ERROR;
-	if (!cloud_err_allows_delete(exists_rc, p))
+	if (!cloud_err_allows_delete(rc, p))
 		return NODELIFECYCLE_REFUSE_NOT_DEFINITIVE;
-	if (age_ns < 0 || age_ns < grace_ns)
+	if (f->age_ns < 0 || f->age_ns < grace_ns)
 		return NODELIFECYCLE_REFUSE_GRACE;
 	return NODELIFECYCLE_DELETE;
 }
@@ -147,13 +142,11 @@ nodelifecycle_decide(const struct cloud_provider *p, int exists_rc, int exists,
 static int64_t
 nodelifecycle_age_ns(const struct kube_node *n)
 {
-	struct timespec now;
 	int64_t age;
 
 	if (n->creation_timestamp <= 0)
 		return -1;
-	clock_gettime(CLOCK_REALTIME, &now);
-	age = ((int64_t)now.tv_sec - n->creation_timestamp - 1) * NS_PER_S + now.tv_nsec;
+	age = clock_real_ns() - (n->creation_timestamp + 1) * NS_PER_S;
 	return age > 0 ? age : 0;
 }
 
@@ -167,23 +160,47 @@ nodelifecycle_ref(const struct kube_node *n, struct events_ref *ref)
 	ref->api_version = "v1";
 }
 
-/* nodelifecycle_patch sends ops (JSON text: a merge patch object or an array
- * of JSON patch operations) to n with its cached resourceVersion as the
+/* nodelifecycle_taint_json is upstream's ShutdownTaint: no value, no
+ * timeAdded. */
+static json_object *
+nodelifecycle_taint_json(void)
+{
+	json_object *t = xcheck(json_object_new_object());
+
+	json_object_object_add(t, "key", xcheck(json_object_new_string(
+	    NODELIFECYCLE_SHUTDOWN_TAINT)));
+	json_object_object_add(t, "effect", xcheck(json_object_new_string(
+	    NODELIFECYCLE_TAINT_EFFECT)));
+	return t;
+}
+
+/* nodelifecycle_ops is a JSON patch of one operation (value NULL: none). */
+static json_object *
+nodelifecycle_ops(const char *op, const char *path, json_object *value)
+{
+	json_object *ops = xcheck(json_object_new_array());
+	json_object *o = xcheck(json_object_new_object());
+
+	json_object_object_add(o, "op", xcheck(json_object_new_string(op)));
+	json_object_object_add(o, "path", xcheck(json_object_new_string(path)));
+	if (value != NULL)
+		json_object_object_add(o, "value", value);
+	json_object_array_add(ops, o);
+	return ops;
+}
+
+/* nodelifecycle_patch sends patch (a merge patch object or an array of JSON
+ * patch operations; consumed) to n with its cached resourceVersion as the
  * precondition. A conflict (the Node changed since the cache saw it) is
  * left to the next pass. */
 static void
 nodelifecycle_patch(struct nodelifecycle *c, const struct kube_node *n,
-    const char *ops, const char *what)
+    json_object *patch, const char *what)
 {
 	struct errbuf e = { "" };
-	json_object *patch;
 	char *path = NULL;
 	int r;
 
-	if ((patch = json_tokener_parse(ops)) == NULL) {
-		log_error("Cannot build a patch", "node", n->name, "patch", ops, NULL);
-		return;
-	}
 	if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, NULL, NULL)) < 0)
 		errbuf_set(&e, r, "node %s: cannot build its path", n->name);
 	else if (json_object_is_type(patch, json_type_array))
@@ -216,55 +233,59 @@ nodelifecycle_shutdown_taint(const struct kube_node *n)
 static void
 nodelifecycle_untaint(struct nodelifecycle *c, const struct kube_node *n)
 {
-	char ops[128];
+	char path[64];
 	long i = nodelifecycle_shutdown_taint(n);
 
 	if (i < 0)
 		return;
 	/* the index is the cached Node's; the resourceVersion test makes sure
 	 * the server's list is that one */
-	snprintf(ops, sizeof(ops), "[{\"op\":\"remove\",\"path\":\"/spec/taints/%ld\"}]", i);
-	nodelifecycle_patch(c, n, ops, "Removed the shutdown taint from a Ready node");
+	snprintf(path, sizeof(path), "/spec/taints/%ld", i);
+	nodelifecycle_patch(c, n, nodelifecycle_ops("remove", path, NULL),
+	    "Removed the shutdown taint from a Ready node");
 }
 
 static void
 nodelifecycle_taint(struct nodelifecycle *c, const struct kube_node *n)
 {
+	json_object *patch, *spec, *taints;
+
 	if (nodelifecycle_shutdown_taint(n) >= 0)
 		return;
 	/* appending keeps the other taints' timeAdded, which the cache does not
 	 * hold; a Node without taints may lack spec.taints (or spec): merge */
-	if (n->ntaints > 0)
-		nodelifecycle_patch(c, n, "[{\"op\":\"add\",\"path\":\"/spec/taints/-\","
-		    "\"value\":" NODELIFECYCLE_TAINT_JSON "}]", "Added the shutdown taint");
-	else
-		nodelifecycle_patch(c, n, "{\"spec\":{\"taints\":[" NODELIFECYCLE_TAINT_JSON "]}}",
-		    "Added the shutdown taint");
+	if (n->ntaints > 0) {
+		patch = nodelifecycle_ops("add", "/spec/taints/-", nodelifecycle_taint_json());
+	} else {
+		patch = xcheck(json_object_new_object());
+		spec = xcheck(json_object_new_object());
+		taints = xcheck(json_object_new_array());
+		json_object_array_add(taints, nodelifecycle_taint_json());
+		json_object_object_add(spec, "taints", taints);
+		json_object_object_add(patch, "spec", spec);
+	}
+	nodelifecycle_patch(c, n, patch, "Added the shutdown taint");
 }
 
 /* nodelifecycle_delete_body is DeleteOptions with preconditions on the
  * cached uid and resourceVersion: a Node registered again under the name,
- * or changed since the decision, is not deleted. NULL when out of memory. */
+ * or changed since the decision, is not deleted. */
 static char *
 nodelifecycle_delete_body(const struct kube_node *n)
 {
-	json_object *o = json_object_new_object(), *pre = json_object_new_object();
-	char *s = NULL;
+	json_object *o = xcheck(json_object_new_object());
+	json_object *pre = xcheck(json_object_new_object());
+	char *s;
 
-	if (o == NULL || pre == NULL)
-		goto out;
 	if (n->obj.uid[0])
-		json_object_object_add(pre, "uid", json_object_new_string(n->obj.uid));
+		json_object_object_add(pre, "uid", xcheck(json_object_new_string(n->obj.uid)));
 	if (n->obj.resource_version[0])
 		json_object_object_add(pre, "resourceVersion",
-		    json_object_new_string(n->obj.resource_version));
-	json_object_object_add(o, "apiVersion", json_object_new_string("v1"));
-	json_object_object_add(o, "kind", json_object_new_string("DeleteOptions"));
+		    xcheck(json_object_new_string(n->obj.resource_version)));
+	json_object_object_add(o, "apiVersion", xcheck(json_object_new_string("v1")));
+	json_object_object_add(o, "kind", xcheck(json_object_new_string("DeleteOptions")));
 	json_object_object_add(o, "preconditions", pre);
-	pre = NULL;
-	s = strdup(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN));
-out:
-	json_object_put(pre);
+	s = xstrdup(xcheck((void *)json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN)));
 	json_object_put(o);
 	return s;
 }
@@ -274,7 +295,7 @@ nodelifecycle_delete(struct nodelifecycle *c, const struct kube_node *n)
 {
 	struct events_ref ref;
 	struct errbuf e = { "" };
-	char *path = NULL, *body;
+	char *path = NULL, *body = nodelifecycle_delete_body(n);
 	int r;
 
 	nodelifecycle_ref(n, &ref);
@@ -282,9 +303,7 @@ nodelifecycle_delete(struct nodelifecycle *c, const struct kube_node *n)
 	    "node", n->name, NULL);
 	events_recordf(c->cfg.events, &ref, EVENTS_NORMAL, "DeletingNode",
 	    "Deleting node %s because it does not exist in the cloud provider", n->name);
-	if ((body = nodelifecycle_delete_body(n)) == NULL)
-		r = errbuf_set(&e, ERR_NOMEM, "node %s: out of memory", n->name);
-	else if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, NULL, NULL)) < 0)
+	if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, NULL, NULL)) < 0)
 		errbuf_set(&e, r, "node %s: cannot build its path", n->name);
 	else
 		r = kube_request(&c->client, "DELETE", path, "application/json", body, NULL,
@@ -345,41 +364,64 @@ nodelifecycle_refused(struct nodelifecycle *c, const struct kube_node *n,
 	}
 }
 
-/* nodelifecycle_check handles a Node that is not Ready: delete it when its
- * instance is definitively gone, else keep the shutdown taint in step. */
+/* nodelifecycle_node handles one Node as nodelifecycle_decide says, asking
+ * the provider what it needs to know. */
 static void
-nodelifecycle_check(struct nodelifecycle *c, const struct kube_node *n,
+nodelifecycle_node(struct nodelifecycle *c, const struct kube_node *n,
     struct nodelifecycle_pass *p)
 {
 	const struct cloud_instances_ops *ops = c->cfg.provider->instances;
+	struct nodelifecycle_facts f = {
+		.ready = n->ready, .deleting = n->deletion_timestamp != 0, .age_ns = -1,
+	};
 	enum nodelifecycle_verdict v;
 	struct nodeview view;
 	struct errbuf e = { "" };
-	int r, exists = 0, shutdown = 0;
+	int viewed = 0;
 
-	if (n->deletion_timestamp != 0)
-		return;  /* on its way out already */
-	if (nodeview_init(&view, n, &e) < 0) {
-		log_error("Cannot check node", "node", n->name, "err", e.msg, NULL);
-		return;
+	for (;;) {
+		v = nodelifecycle_decide(c->cfg.provider, c->cfg.grace_period_ns, &f);
+		if (v == NODELIFECYCLE_ASK_EXISTS) {
+			nodeview_init(&view, n);
+			viewed = 1;
+			f.exists_rc = ops->exists(c->cfg.provider_state, &view.node, &f.exists, &e);
+			f.exists_asked = 1;
+			f.age_ns = nodelifecycle_age_ns(n);
+		} else if (v == NODELIFECYCLE_ASK_SHUTDOWN) {
+			e.msg[0] = '\0';
+			f.shutdown_rc = ops->shutdown(c->cfg.provider_state, &view.node, &f.shutdown,
+			    &e);
+			f.shutdown_asked = 1;
+		} else {
+			break;
+		}
 	}
-	r = ops->exists(c->cfg.provider_state, &view.node, &exists, &e);
-	v = nodelifecycle_decide(c->cfg.provider, r, exists, nodelifecycle_age_ns(n),
-	    c->cfg.grace_period_ns);
-	if (v == NODELIFECYCLE_DELETE) {
-		nodelifecycle_delete(c, n);
-	} else if (v != NODELIFECYCLE_KEEP) {
-		nodelifecycle_refused(c, n, v, &e, p);
-	} else if (ops->shutdown != NULL) {
-		e.msg[0] = '\0';
-		r = ops->shutdown(c->cfg.provider_state, &view.node, &shutdown, &e);
-		if (r == 0 && shutdown)
-			nodelifecycle_taint(c, n);
-		else if (r < 0 && r != ERR_NOT_IMPLEMENTED)
+	switch (v) {
+	case NODELIFECYCLE_READY:
+		nodelifecycle_untaint(c, n);
+		break;
+	case NODELIFECYCLE_SHUTDOWN:
+		nodelifecycle_taint(c, n);
+		break;
+	case NODELIFECYCLE_KEEP:
+		if (f.shutdown_asked && f.shutdown_rc < 0 && f.shutdown_rc != ERR_NOT_IMPLEMENTED)
 			log_info(2, "Error checking if node is shutdown", "node", n->name,
 			    "err", e.msg, NULL);
+		break;
+	case NODELIFECYCLE_DELETE:
+		nodelifecycle_delete(c, n);
+		break;
+	case NODELIFECYCLE_REFUSE_ERROR:
+	case NODELIFECYCLE_REFUSE_NOT_IMPLEMENTED:
+	case NODELIFECYCLE_REFUSE_NOT_DEFINITIVE:
+	case NODELIFECYCLE_REFUSE_GRACE:
+		nodelifecycle_refused(c, n, v, &e, p);
+		break;
+	default:
+		break;  /* SKIP */
 	}
-	nodeview_free(&view);
+	if (viewed)
+		nodeview_free(&view);
 }
 
 /* nodelifecycle_summary warns once for a run of passes in which the
@@ -414,14 +456,8 @@ nodelifecycle_pass(struct nodelifecycle *c)
 		log_error("Error listing nodes from cache", "err", "out of memory", NULL);
 		return;
 	}
-	for (i = 0; i < n && !nodelifecycle_stopping(c); i++) {
-		const struct kube_node *node = kube_node_of(objs[i]);
-		/* only Ready=True is ready: no condition yet counts as Unknown */
-		if (node->ready == KUBE_NODE_READY_TRUE)
-			nodelifecycle_untaint(c, node);
-		else
-			nodelifecycle_check(c, node, &p);
-	}
+	for (i = 0; i < n && !nodelifecycle_stopping(c); i++)
+		nodelifecycle_node(c, kube_node_of(objs[i]), &p);
 	store_list_free(objs, n);
 	if (nodelifecycle_stopping(c))
 		return;  /* an aborted pass is no measure */
@@ -464,16 +500,15 @@ nodelifecycle_start(const struct nodelifecycle_config *cfg, struct nodelifecycle
 		return errbuf_set(e, ERR_INTERNAL, "node lifecycle controller: no kubeconfig or "
 		    "Node cache");
 	pthread_once(&nodelifecycle_metrics_once, nodelifecycle_metrics_init);
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		return errbuf_set(e, ERR_NOMEM, "node lifecycle controller: out of memory");
+	c = xcalloc(1, sizeof(*c));
 	c->cfg = *cfg;
 	if (c->cfg.monitor_period_ns <= 0)
 		c->cfg.monitor_period_ns = NS_PER_S;
 	stop_init(&c->stop);
-	if ((c->user_agent = strdup(cfg->user_agent ? cfg->user_agent : "bootccm")) == NULL ||
-	    kube_client_init(&c->client, cfg->kc, c->user_agent) < 0) {
+	c->user_agent = xstrdup(cfg->user_agent ? cfg->user_agent : "bootccm");
+	if ((rc = kube_client_init(&c->client, cfg->kc, c->user_agent)) < 0) {
 		nodelifecycle_free(c);
-		return errbuf_set(e, ERR_NOMEM, "node lifecycle controller: out of memory");
+		return errbuf_set(e, rc, "node lifecycle controller: cannot make its API client");
 	}
 	c->cfg.user_agent = c->user_agent;
 	kube_client_set_stop(&c->client, &c->stop);
@@ -483,7 +518,7 @@ nodelifecycle_start(const struct nodelifecycle_config *cfg, struct nodelifecycle
 	pthread_attr_destroy(&attr);
 	if (rc != 0) {
 		nodelifecycle_free(c);
-		return errbuf_set(e, rc == EAGAIN ? ERR_NOMEM : ERR_INTERNAL,
+		return errbuf_set(e, ERR_INTERNAL,
 		    "node lifecycle controller: cannot start a thread: %s", strerror(rc));
 	}
 	c->started = 1;

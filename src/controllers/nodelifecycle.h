@@ -14,7 +14,8 @@
  * no instances group or no exists operation. Events DeletingNode and
  * DeletingNodeFailed like upstream.
  *
- * A pass, over a snapshot of the cache (store_list), node by node:
+ * A pass, over a snapshot of the cache (store_list), node by node, as
+ * nodelifecycle_decide (the whole policy, a pure function) says:
  * - Ready=True: remove the shutdown taint (NoSchedule) if present. Only
  *   True counts as ready: a Node without a Ready condition yet is Unknown,
  *   as upstream defaults it;
@@ -44,10 +45,41 @@
 #include "cloud.h"
 #include "err.h"
 #include "kube/events.h"
+#include "kube/node.h"
 #include "kube/reflector.h"
 #include "kubeconfig.h"
 
 #define NODELIFECYCLE_SHUTDOWN_TAINT "node.cloudprovider.kubernetes.io/shutdown"
+
+/* What a pass does with one Node, or what it must ask the provider first
+ * (nodelifecycle_decide). */
+enum nodelifecycle_verdict {
+	NODELIFECYCLE_READY,              /* Ready=True: remove the shutdown taint if present */
+	NODELIFECYCLE_SKIP,               /* being deleted already */
+	NODELIFECYCLE_ASK_EXISTS,         /* not Ready: ask instances.exists */
+	NODELIFECYCLE_ASK_SHUTDOWN,       /* the instance exists: ask instances.shutdown */
+	NODELIFECYCLE_KEEP,               /* exists, running or cannot tell: nothing */
+	NODELIFECYCLE_SHUTDOWN,           /* exists, shut down: add the shutdown taint if missing */
+	NODELIFECYCLE_DELETE,             /* definitively gone, past the grace period */
+	NODELIFECYCLE_REFUSE_ERROR,       /* exists failed: no decision */
+	NODELIFECYCLE_REFUSE_NOT_IMPLEMENTED, /* the provider cannot tell */
+	NODELIFECYCLE_REFUSE_NOT_DEFINITIVE,  /* "gone" from a provider that cannot know */
+	NODELIFECYCLE_REFUSE_GRACE,       /* gone, but the Node is too young (or its age unknown) */
+};
+
+/* What is known of one Node when deciding: its own state, and the
+ * provider's answers once asked. */
+struct nodelifecycle_facts {
+	enum kube_node_ready ready;       /* only KUBE_NODE_READY_TRUE is ready */
+	int deleting;                     /* metadata.deletionTimestamp is set */
+	int64_t age_ns;                   /* since its creation; < 0: unknown */
+	int exists_asked;                 /* exists_rc and exists hold instances.exists's answer */
+	int exists_rc;
+	int exists;
+	int shutdown_asked;               /* shutdown_rc and shutdown hold instances.shutdown's */
+	int shutdown_rc;
+	int shutdown;
+};
 
 struct nodelifecycle_config {
 	struct kubeconfig *kc;          /* borrowed; outlives the controller */
@@ -62,10 +94,25 @@ struct nodelifecycle_config {
 
 struct nodelifecycle;
 
+/* nodelifecycle_decide is the whole policy for one Node of a pass, design
+ * invariant 6 ("never delete on doubt"): a Ready Node is READY; a Node being
+ * deleted is skipped; otherwise the provider is asked whether the instance
+ * exists (ASK_EXISTS until f says it was). An existing instance is asked
+ * whether it is shut down when p has the operation (ASK_SHUTDOWN), and is
+ * SHUTDOWN only on a clean "yes"; any error there is KEEP. Only 0 with
+ * exists false or ERR_NOT_FOUND (upstream's InstanceNotFound), from a
+ * CLOUD_DEFINITIVE provider (cloud_err_allows_delete), for a Node whose
+ * known age is at least grace_ns, is DELETE; ERR_NOT_IMPLEMENTED, any other
+ * error (retryable or not: timeouts, 429, 5xx, permanent) and a
+ * non-definitive "gone" are refusals. Pure: no I/O, no clock. */
+enum nodelifecycle_verdict nodelifecycle_decide(const struct cloud_provider *p,
+    int64_t grace_ns, const struct nodelifecycle_facts *f);
+
 /* nodelifecycle_start copies cfg and starts the controller's thread; its
  * first pass waits for the Node cache to sync. Returns 0,
  * ERR_NOT_IMPLEMENTED (the provider cannot tell whether instances exist:
- * nothing is started, *ret is NULL), ERR_NOMEM or ERR_INTERNAL. */
+ * nothing is started, *ret is NULL), ERR_INTERNAL (no kubeconfig or cache,
+ * or a thread that did not start) or the API client's error. */
 int nodelifecycle_start(const struct nodelifecycle_config *cfg,
     struct nodelifecycle **ret, struct errbuf *e);
 

@@ -4,34 +4,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-int
-nodeview_addr_type(const char *s, enum md_addr_type *ret)
-{
-	static const enum md_addr_type types[] = {
-		MD_ADDR_INTERNAL_IP, MD_ADDR_EXTERNAL_IP, MD_ADDR_HOSTNAME,
-		MD_ADDR_INTERNAL_DNS, MD_ADDR_EXTERNAL_DNS,
-	};
+#include "xalloc.h"
 
-	for (size_t i = 0; s != NULL && i < sizeof(types) / sizeof(types[0]); i++)
-		if (strcmp(s, md_addr_type_name(types[i])) == 0) {
-			*ret = types[i];
-			return 0;
-		}
-	return ERR_INVALID;
-}
-
-int
-nodeview_init(struct nodeview *v, const struct kube_node *n, struct errbuf *e)
+void
+nodeview_init(struct nodeview *v, const struct kube_node *n)
 {
-	size_t i, na = 0, nkv = n->nlabels + n->nannotations;
+	size_t i, na = 0;
 
 	memset(v, 0, sizeof(*v));
-	v->kv = calloc(nkv ? nkv : 1, sizeof(*v->kv));
-	v->addrs = calloc(n->naddresses ? n->naddresses : 1, sizeof(*v->addrs));
-	if (v->kv == NULL || v->addrs == NULL) {
-		nodeview_free(v);
-		return errbuf_set(e, ERR_NOMEM, "node %s: out of memory", n->name);
-	}
+	v->kv = xcalloc(n->nlabels + n->nannotations, sizeof(*v->kv));
+	v->addrs = xcalloc(n->naddresses, sizeof(*v->addrs));
 	for (i = 0; i < n->nlabels; i++) {
 		v->kv[i].key = n->labels[i].key;
 		v->kv[i].value = n->labels[i].value;
@@ -43,7 +25,7 @@ nodeview_init(struct nodeview *v, const struct kube_node *n, struct errbuf *e)
 	for (i = 0; i < n->naddresses; i++) {
 		const char *a = n->addresses[i].address;
 		if (a == NULL || strlen(a) >= sizeof(v->addrs[na].address) ||
-		    nodeview_addr_type(n->addresses[i].type, &v->addrs[na].type) < 0)
+		    cloud_addr_type_parse(n->addresses[i].type, &v->addrs[na].type) < 0)
 			continue;
 		memcpy(v->addrs[na].address, a, strlen(a) + 1);
 		na++;
@@ -56,7 +38,6 @@ nodeview_init(struct nodeview *v, const struct kube_node *n, struct errbuf *e)
 	v->node.n_annotations = n->nannotations;
 	v->node.addresses = v->addrs;
 	v->node.n_addresses = na;
-	return 0;
 }
 
 void

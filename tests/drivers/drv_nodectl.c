@@ -25,8 +25,7 @@
 #include "clock.h"
 #include "../../providers/metadata/metadata.h"
 #include "controllers/nodectl.h"
-#include "controllers/nodeview.h"
-#include "flags.h"
+#include "duration.h"
 #include "http.h"
 #include "kube/events.h"
 #include "kube/node.h"
@@ -79,7 +78,7 @@ drv_fill(json_object *inst, struct cloud_instance_metadata *m)
 	if (json_object_object_get_ex(inst, "addresses", &addrs))
 		for (size_t i = 0; i < json_object_array_length(addrs) && i < CLOUD_ADDRS_MAX; i++) {
 			json_object *a = json_object_array_get_idx(addrs, i);
-			if (nodeview_addr_type(json_object_get_string(json_object_array_get_idx(a, 0)),
+			if (cloud_addr_type_parse(json_object_get_string(json_object_array_get_idx(a, 0)),
 			    &m->addresses[i].type) < 0)
 				return ERR_INVALID;
 			snprintf(m->addresses[i].address, sizeof(m->addresses[i].address), "%s",

@@ -40,7 +40,7 @@
 #include "cloud.h"
 #include "clock.h"
 #include "controllers/nodelifecycle.h"
-#include "flags.h"
+#include "duration.h"
 #include "http.h"
 #include "kube/events.h"
 #include "kube/node.h"

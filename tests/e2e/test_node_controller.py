@@ -232,3 +232,34 @@ def test_local_node_does_not_wait_for_the_initial_list(api, driver):
     w = node_writes(api, "cp-1")
     assert [(r["path"], r["code"]) for r in w] == [("/api/v1/nodes/cp-1/status", 200),
                                                    ("/api/v1/nodes/cp-1", 200)], w
+
+
+def test_local_node_forbidden_or_not_registered_yet_is_retried_soon(api, driver):
+    """Until the cache has synced, the local node's sync reads it directly; a
+    Node the API server does not let us read yet (403: the RBAC binding is not
+    there) or does not have yet (404: the kubelet has not registered) is
+    retried on the local node's short backoff (capped at 2 s), through the
+    work queue, not left for the slow initial LIST."""
+    api.create_object(tainted("w-1"))
+    api.inject_fault("/api/v1/nodes", verb="list", delay=6.0, count=None)
+    api.inject_fault("/api/v1/nodes/cp-1", status=403, count=2, method="GET")
+    seq = api.log_seq()
+    driver({"instances": {"cp-1": instance("cp-1", "10.0.0.1"),
+                          "w-1": instance("w-1", "10.0.0.2")}}, "cp-1")
+    wait_until(lambda: [r for r in api.request_log(seq) if r["method"] == "GET"
+                        and r["path"] == "/api/v1/nodes/cp-1" and r["code"] == 404],
+               what="a read of the unregistered cp-1")
+    api.create_object(tainted("cp-1"))
+    t0 = time.monotonic()
+    wait_until(lambda: initialized(api, "cp-1"), what="cp-1 initialized")
+    took = time.monotonic() - t0
+    assert took < 3.0, "cp-1 initialized %.1fs after it registered" % took
+    assert not initialized(api, "w-1")  # the LIST is still on its way
+    gets = [r["code"] for r in api.request_log(seq) if r["method"] == "GET"
+            and r["path"] == "/api/v1/nodes/cp-1"]
+    assert gets[:2] == [403, 403] and gets[2] == 404 and gets[-1] == 200, gets
+    api.clear_faults()
+    wait_until(lambda: initialized(api, "w-1"), timeout=15, what="w-1 initialized")
+    w = node_writes(api, "cp-1")
+    assert [(r["path"], r["code"]) for r in w] == [("/api/v1/nodes/cp-1/status", 200),
+                                                   ("/api/v1/nodes/cp-1", 200)], w

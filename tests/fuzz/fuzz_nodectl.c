@@ -12,7 +12,7 @@
 
 #include "controllers/nodectl.h"
 #include "controllers/nodeview.h"
-#include "kube/watch.h"
+#include "jsonx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -28,7 +28,7 @@ fuzz_instance(struct cloud_instance_metadata *m)
 	snprintf(m->labels[0].value, sizeof(m->labels[0].value), "1");
 	m->n_labels = 1;
 	for (size_t i = 0; i < 4; i++) {
-		m->addresses[i].type = i == 3 ? MD_ADDR_EXTERNAL_IP : MD_ADDR_INTERNAL_IP;
+		m->addresses[i].type = i == 3 ? CLOUD_ADDR_EXTERNAL_IP : CLOUD_ADDR_INTERNAL_IP;
 		snprintf(m->addresses[i].address, sizeof(m->addresses[i].address), "%s", ips[i]);
 	}
 	m->n_addresses = 4;
@@ -45,7 +45,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	json_object *j = NULL, *ops;
 	size_t k = 0;
 
-	if (kube_watch_parse((const char *)data, size, &j, &e) < 0)
+	if (jsonx_parse((const char *)data, size, JSONX_DEPTH_MAX, &j, &e) < 0)
 		return 0;
 	if (kube_node_decode(j, &n, &e) < 0) {
 		json_object_put(j);
@@ -64,11 +64,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		json_object_put(ops);
 	}
-	if (nodeview_init(&v, n, &e) == 0) {
-		if (v.node.n_addresses > n->naddresses)
-			abort();
-		nodeview_free(&v);
-	}
+	nodeview_init(&v, n);
+	if (v.node.n_addresses > n->naddresses)
+		abort();
+	nodeview_free(&v);
 	store_obj_unref(&n->obj);
 	return 0;
 }

@@ -46,6 +46,36 @@ TEST(lookup_message)
 	CHECK(p == cloud_provider_find("metadata"));
 }
 
+TEST(addr_types_round_trip)
+{
+	static const char *const names[] = {
+		"InternalIP", "ExternalIP", "Hostname", "InternalDNS", "ExternalDNS",
+	};
+	enum cloud_addr_type t = CLOUD_ADDR_HOSTNAME;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		CHECK(cloud_addr_type_parse(names[i], &t) == 0);
+		CHECK(t == (enum cloud_addr_type)i);
+		CHECK_STR(cloud_addr_type_name(t), names[i]);
+	}
+	CHECK(cloud_addr_type_parse("internalip", &t) == ERR_INVALID);
+	CHECK(cloud_addr_type_parse("", &t) == ERR_INVALID);
+	CHECK(cloud_addr_type_parse(NULL, &t) == ERR_INVALID);
+	CHECK(t == CLOUD_ADDR_EXTERNAL_DNS);  /* untouched on failure */
+	CHECK_STR(cloud_addr_type_name((enum cloud_addr_type)99), "Unknown");
+}
+
+TEST(table_is_null_terminated_and_named)
+{
+	size_t n = 0;
+
+	for (; cloud_providers[n] != NULL; n++) {
+		CHECK(cloud_providers[n]->name != NULL && *cloud_providers[n]->name != '\0');
+		CHECK(cloud_provider_find(cloud_providers[n]->name) == cloud_providers[n]);
+	}
+	CHECK(n >= 1);
+}
+
 TEST(retryable)
 {
 	CHECK(cloud_err_retryable(ERR_TRANSIENT));

@@ -11,7 +11,7 @@
 #include "harness.h"
 #include "cloudconfig.h"
 #include "err.h"
-#include "flags.h"
+#include "clock.h"
 
 struct cfg {
 	char *token;

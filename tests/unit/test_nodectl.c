@@ -11,7 +11,7 @@
 #include "controllers/nodectl.h"
 #include "controllers/nodeview.h"
 #include "harness.h"
-#include "kube/watch.h"
+#include "jsonx.h"
 
 static const struct kube_node *
 node(const char *json)
@@ -20,7 +20,7 @@ node(const char *json)
 	struct errbuf e;
 	json_object *j;
 
-	if (kube_watch_parse(json, strlen(json), &j, &e) < 0 || kube_node_decode(j, &n, &e) < 0) {
+	if (jsonx_parse(json, strlen(json), JSONX_DEPTH_MAX, &j, &e) < 0 || kube_node_decode(j, &n, &e) < 0) {
 		fprintf(stderr, "bad test node: %s\n", e.msg);
 		abort();
 	}
@@ -29,7 +29,7 @@ node(const char *json)
 }
 
 static void
-add_addr(struct cloud_instance_metadata *m, enum md_addr_type t, const char *a)
+add_addr(struct cloud_instance_metadata *m, enum cloud_addr_type t, const char *a)
 {
 	m->addresses[m->n_addresses].type = t;
 	snprintf(m->addresses[m->n_addresses].address, sizeof(m->addresses[0].address), "%s", a);
@@ -46,10 +46,10 @@ instance(struct cloud_instance_metadata *m)
 	snprintf(m->instance_type, sizeof(m->instance_type), "t3.small");
 	snprintf(m->zone, sizeof(m->zone), "us-east-2b");
 	snprintf(m->region, sizeof(m->region), "us-east-2");
-	add_addr(m, MD_ADDR_INTERNAL_IP, "10.0.0.5");
-	add_addr(m, MD_ADDR_INTERNAL_IP, "10.0.0.6");
-	add_addr(m, MD_ADDR_INTERNAL_IP, "2001:db8::5");
-	add_addr(m, MD_ADDR_EXTERNAL_IP, "3.14.15.92");
+	add_addr(m, CLOUD_ADDR_INTERNAL_IP, "10.0.0.5");
+	add_addr(m, CLOUD_ADDR_INTERNAL_IP, "10.0.0.6");
+	add_addr(m, CLOUD_ADDR_INTERNAL_IP, "2001:db8::5");
+	add_addr(m, CLOUD_ADDR_EXTERNAL_IP, "3.14.15.92");
 }
 
 #define NODE_WITH(meta, spec, status) \
@@ -65,7 +65,7 @@ addrs_str(const struct cloud_address *a, size_t k)
 	buf[0] = '\0';
 	for (size_t i = 0; i < k && o < sizeof(buf); i++)
 		o += (size_t)snprintf(buf + o, sizeof(buf) - o, "%s%s=%s", i ? " " : "",
-		    md_addr_type_name(a[i].type), a[i].address);
+		    cloud_addr_type_name(a[i].type), a[i].address);
 	return buf;
 }
 
@@ -83,7 +83,7 @@ TEST(addresses_without_node_ip_are_the_instances_plus_kubelet_hostname)
 	CHECK_STR(addrs_str(out, k), "InternalIP=10.0.0.5 InternalIP=10.0.0.6 "
 	    "InternalIP=2001:db8::5 ExternalIP=3.14.15.92 Hostname=n1");
 	/* the cloud's Hostname wins over the kubelet's */
-	add_addr(&m, MD_ADDR_HOSTNAME, "ip-10-0-0-5");
+	add_addr(&m, CLOUD_ADDR_HOSTNAME, "ip-10-0-0-5");
 	CHECK(nodectl_addresses(n, &m, out, &k, &e) == 0);
 	CHECK_STR(addrs_str(out, k), "InternalIP=10.0.0.5 InternalIP=10.0.0.6 "
 	    "InternalIP=2001:db8::5 ExternalIP=3.14.15.92 Hostname=ip-10-0-0-5");
@@ -236,9 +236,9 @@ TEST(node_ops_initialized_copies_beta_labels_only_when_missing)
 TEST(status_patch_keeps_every_address_in_order)
 {
 	struct cloud_address a[3] = {
-		{ MD_ADDR_INTERNAL_IP, "10.0.0.5" },
-		{ MD_ADDR_INTERNAL_IP, "10.0.0.6" },
-		{ MD_ADDR_HOSTNAME, "n1" },
+		{ CLOUD_ADDR_INTERNAL_IP, "10.0.0.5" },
+		{ CLOUD_ADDR_INTERNAL_IP, "10.0.0.6" },
+		{ CLOUD_ADDR_HOSTNAME, "n1" },
 	};
 
 	CHECK_STR(ops_str(nodectl_status_patch(a, 3)),
@@ -255,15 +255,14 @@ TEST(nodeview_maps_labels_annotations_and_known_address_types)
 	    "\"addresses\":[{\"type\":\"InternalIP\",\"address\":\"10.0.0.1\"},"
 	    "{\"type\":\"Weird\",\"address\":\"?\"},{\"type\":\"ExternalDNS\",\"address\":\"e.x\"}]"));
 	struct nodeview v;
-	struct errbuf e;
 
-	CHECK(nodeview_init(&v, n, &e) == 0);
+	nodeview_init(&v, n);
 	CHECK_STR(v.node.name, "n1");
 	CHECK_STR(v.node.provider_id, "x://1");
 	CHECK(v.node.n_labels == 1 && strcmp(v.node.labels[0].key, "a") == 0);
 	CHECK(v.node.n_annotations == 2 && strcmp(v.node.annotations[1].value, "3") == 0);
 	CHECK(v.node.n_addresses == 2);
-	CHECK(v.node.addresses[1].type == MD_ADDR_EXTERNAL_DNS);
+	CHECK(v.node.addresses[1].type == CLOUD_ADDR_EXTERNAL_DNS);
 	nodeview_free(&v);
 	store_obj_unref(&n->obj);
 }

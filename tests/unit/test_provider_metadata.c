@@ -110,7 +110,7 @@ TEST(remote_everything)
 	CHECK_STR(m.provider_id, "aws:///us-east-2b/i-0abc");
 	CHECK_STR(m.zone, "fsn1-dc14");
 	CHECK(m.n_addresses == 1);
-	CHECK(m.addresses[0].type == MD_ADDR_INTERNAL_IP);
+	CHECK(m.addresses[0].type == CLOUD_ADDR_INTERNAL_IP);
 	CHECK_STR(m.addresses[0].address, "10.0.0.5");
 	metadata_provider.free(st);
 }
@@ -126,8 +126,8 @@ TEST(remote_provided_ip_dual_stack)
 	CHECK(st != NULL);
 	CHECK(meta(st, &n, &m, &e) == 0);
 	CHECK(m.n_addresses == 2);
-	CHECK(m.addresses[0].type == MD_ADDR_INTERNAL_IP);
-	CHECK(m.addresses[1].type == MD_ADDR_INTERNAL_IP);
+	CHECK(m.addresses[0].type == CLOUD_ADDR_INTERNAL_IP);
+	CHECK(m.addresses[1].type == CLOUD_ADDR_INTERNAL_IP);
 	CHECK_STR(m.addresses[0].address, "10.0.0.5");
 	CHECK_STR(m.addresses[1].address, "2001:db8::1"); /* canonical */
 	ann.value = "fd00::5,192.168.1.1";
@@ -265,7 +265,7 @@ TEST(local_from_metadata_service)
 	CHECK_STR(m.zone, "eu-west-1a");
 	CHECK_STR(m.region, "eu-west-1");
 	CHECK(m.n_addresses == 2);
-	CHECK(m.addresses[1].type == MD_ADDR_EXTERNAL_IP);
+	CHECK(m.addresses[1].type == CLOUD_ADDR_EXTERNAL_IP);
 	CHECK_STR(m.addresses[1].address, "3.3.3.3");
 	metadata_provider.free(st);
 }
