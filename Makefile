@@ -6,6 +6,11 @@
 #   make check      install what is missing, build everything, run every test
 #   make demo       the main job on the bundled fake API server and metadata service
 #   make fuzz       build the libFuzzer harnesses (build/fuzz/)
+#   make image      build/bootccm-image.tar: OCI image archive of build/bootccm,
+#                   tag bootccm:$(VERSION) (scripts/make-image.sh; import with
+#                   ctr -n k8s.io images import)
+#   make bench      the benchmarks in bench/ with the parameters bench/RESULTS.md
+#                   records, printing their figures (minutes; not part of check)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Each step prints one short line (CC, LD, GEN...); make V=1 prints the full
@@ -71,7 +76,7 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/dev/drivers/%,$(DRIVER_SRCS))
 TSAN_DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/tsan/drivers/%,$(DRIVER_SRCS))
 
-.PHONY: all static dev tsan unit fuzz check demo install clean packages deps FORCE
+.PHONY: all static dev tsan unit fuzz check demo image bench install clean packages deps FORCE
 .DELETE_ON_ERROR:
 # Keep every object: those of the test programs, drivers and fuzz harnesses
 # are intermediate files of pattern rules, which make would otherwise delete
@@ -174,6 +179,26 @@ check: packages
 demo: packages
 	$(Q)$(MAKE) static
 	@$(PYTHON) tests/demo.py --bootccm $(BUILD)/bootccm
+
+# --- image, benchmarks -----------------------------------------------------------
+image: $(BUILD)/bootccm-image.tar
+$(BUILD)/bootccm-image.tar: $(BUILD)/bootccm scripts/make-image.sh
+	$(call say,IMAGE,$@ (bootccm:$(VERSION)))
+	$(Q)sh scripts/make-image.sh $(BUILD)/bootccm $@ bootccm:$(VERSION)$(if $(filter 1,$(V)),, >/dev/null)
+
+# The benchmarks run with their own defaults, the parameters bench/RESULTS.md
+# records: cache_memory.sh NODES=5000 RUNS=5 REFLECTOR=1 (the environment may
+# override them), node_burst.py 1,000 nodes, burst and before modes, QPS 100,
+# 4 workers, one run (NODE_BURST_ARGS adds flags). Raw lines go to
+# $(BUILD)/bench/*.jsonl; the figures (medians) are printed.
+NODE_BURST_ARGS ?=
+bench: static
+	@mkdir -p $(BUILD)/bench
+	$(call say,BENCH,bench/cache_memory.sh)
+	+$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bench/cache_memory.sh
+	$(call say,BENCH,bench/node_burst.py)
+	$(Q)$(PYTHON) bench/node_burst.py --bootccm $(BUILD)/bootccm \
+		--json $(BUILD)/bench/node_burst.jsonl $(NODE_BURST_ARGS)
 
 install: $(BUILD)/bootccm
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/bin/bootccm)
