@@ -6,7 +6,15 @@
 #   make check      install what is missing, build everything, run every test
 #   make demo       the main job on the bundled fake API server and metadata service
 #   make fuzz       build the libFuzzer harnesses (build/fuzz/)
+#   make image      build/bootccm-image.tar: OCI image archive of build/bootccm,
+#                   tag bootccm:$(VERSION) (scripts/make-image.sh; import with
+#                   ctr -n k8s.io images import)
+#   make bench      the benchmarks in bench/ with the parameters bench/RESULTS.md
+#                   records, printing their figures (minutes; not part of check)
 #   make install    PREFIX=/usr/local DESTDIR=
+#
+# Each step prints one short line (CC, LD, GEN...); make V=1 prints the full
+# commands instead, make -s nothing.
 
 VERSION := 0.1.0
 PREFIX ?= /usr/local
@@ -14,6 +22,21 @@ DESTDIR ?=
 BUILD := build
 PYTHON ?= /usr/bin/python3
 FUZZ_SECONDS ?= 10
+V ?= 0
+
+# Quiet build (the kernel's, redis's): a step prints "  WHAT FILE" through
+# $(call say,WHAT,FILE) and runs its command under $(Q). V=1 echoes the
+# commands instead; make -s prints neither.
+ifeq ($(V),1)
+Q :=
+else
+Q := @
+endif
+ifeq ($(V)$(findstring s,$(firstword -$(MAKEFLAGS))),0)
+SHORT := 1
+endif
+say = $(if $(SHORT),@printf '  %-9s %s\n' '$(1)' '$(2)')
+MAKEFLAGS += --no-print-directory
 
 SRCS := $(sort $(wildcard src/*.c src/*/*.c providers/*/*.c))
 TLS_STATIC := src/tlsctx_wolfssl.c
@@ -22,7 +45,8 @@ CORE := $(filter-out src/main.c $(TLS_STATIC) $(TLS_DEV),$(SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
 # Driver programs: small C programs that run one module (a reflector, the
-# leader elector...) against the fake API server for the end-to-end tests.
+# leader elector...) against the fake API server for the integration tests
+# (tests/integration/).
 DRIVER_SRCS := $(sort $(wildcard tests/drivers/drv_*.c))
 
 WARN := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes \
@@ -52,8 +76,12 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/dev/drivers/%,$(DRIVER_SRCS))
 TSAN_DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/tsan/drivers/%,$(DRIVER_SRCS))
 
-.PHONY: all static dev tsan unit fuzz check demo install clean packages deps FORCE
+.PHONY: all static dev tsan unit fuzz check demo image bench install clean packages deps FORCE
 .DELETE_ON_ERROR:
+# Keep every object: those of the test programs, drivers and fuzz harnesses
+# are intermediate files of pattern rules, which make would otherwise delete
+# after linking and so recompile on every run.
+.SECONDARY:
 
 all: static
 static: $(BUILD)/bootccm
@@ -64,7 +92,7 @@ $(BUILD)/gen/version.h: FORCE
 	@c=$$(git rev-parse --short=12 HEAD 2>/dev/null || echo unknown); \
 	if [ -n "$$(git status --porcelain --untracked-files=no 2>/dev/null)" ]; then c="$$c-dirty"; fi; \
 	printf '#define BOOTCCM_VERSION "%s"\n#define BOOTCCM_COMMIT "%s"\n' "$(VERSION)" "$$c" > $@.tmp; \
-	cmp -s $@.tmp $@ && rm -f $@.tmp || mv $@.tmp $@
+	if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; $(if $(SHORT),printf '  %-9s %s\n' GEN $@;) fi
 
 # scripts/deps.sh builds the four static libraries once per version set and
 # rewrites deps.key only when that set changes.
@@ -74,41 +102,51 @@ deps: $(BUILD)/deps.key
 
 $(BUILD)/static/%.o: %.c $(BUILD)/deps.key | $(BUILD)/gen/version.h
 	@mkdir -p $(@D)
-	$(STATIC_CC) $(STATIC_CFLAGS) -MMD -MP -c $< -o $@
+	$(call say,CC,$<)
+	$(Q)$(STATIC_CC) $(STATIC_CFLAGS) -MMD -MP -c $< -o $@
 
 $(BUILD)/static/src/main.o: $(BUILD)/gen/version.h
 
 $(BUILD)/bootccm: $(STATIC_OBJS) $(BUILD)/deps.key
-	$(STATIC_CC) $(STATIC_LDFLAGS) -o $@ $(STATIC_OBJS) $(STATIC_LIBS)
+	$(call say,LD,$@)
+	$(Q)$(STATIC_CC) $(STATIC_LDFLAGS) -o $@ $(STATIC_OBJS) $(STATIC_LIBS)
 	@ls -l $@ | awk '{printf "bootccm: %s bytes (%.2f MiB), ", $$5, $$5/1048576}'; file -b $@ | cut -d, -f1-5
 
 $(BUILD)/dev/%.o: %.c | $(BUILD)/gen/version.h
 	@mkdir -p $(@D)
-	$(DEV_CC) $(DEV_CFLAGS) $(ASAN) -MMD -MP -c $< -o $@
+	$(call say,CC [dev],$<)
+	$(Q)$(DEV_CC) $(DEV_CFLAGS) $(ASAN) -MMD -MP -c $< -o $@
 $(BUILD)/dev/src/main.o: $(BUILD)/gen/version.h
 $(BUILD)/tsan/%.o: %.c | $(BUILD)/gen/version.h
 	@mkdir -p $(@D)
-	$(DEV_CC) $(DEV_CFLAGS) $(TSAN) -MMD -MP -c $< -o $@
+	$(call say,CC [tsan],$<)
+	$(Q)$(DEV_CC) $(DEV_CFLAGS) $(TSAN) -MMD -MP -c $< -o $@
 $(BUILD)/tsan/src/main.o: $(BUILD)/gen/version.h
 
 $(BUILD)/dev/bootccm: $(DEV_OBJS) $(BUILD)/dev/src/main.o
-	$(DEV_CC) $(ASAN) -o $@ $^ $(SYS_LIBS)
+	$(call say,LD [dev],$@)
+	$(Q)$(DEV_CC) $(ASAN) -o $@ $^ $(SYS_LIBS)
 $(BUILD)/tsan/bootccm: $(TSAN_OBJS) $(BUILD)/tsan/src/main.o
-	$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
+	$(call say,LD [tsan],$@)
+	$(Q)$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
 
 $(BUILD)/dev/tests/%: $(BUILD)/dev/tests/unit/%.o $(DEV_OBJS)
 	@mkdir -p $(@D)
-	$(DEV_CC) $(ASAN) -o $@ $^ $(SYS_LIBS)
+	$(call say,LD [dev],$@)
+	$(Q)$(DEV_CC) $(ASAN) -o $@ $^ $(SYS_LIBS)
 $(BUILD)/tsan/tests/%: $(BUILD)/tsan/tests/unit/%.o $(TSAN_OBJS)
 	@mkdir -p $(@D)
-	$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
+	$(call say,LD [tsan],$@)
+	$(Q)$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
 
 $(BUILD)/dev/drivers/%: $(BUILD)/dev/tests/drivers/%.o $(DEV_OBJS)
 	@mkdir -p $(@D)
-	$(DEV_CC) $(ASAN) -o $@ $^ $(SYS_LIBS)
+	$(call say,LD [dev],$@)
+	$(Q)$(DEV_CC) $(ASAN) -o $@ $^ $(SYS_LIBS)
 $(BUILD)/tsan/drivers/%: $(BUILD)/tsan/tests/drivers/%.o $(TSAN_OBJS)
 	@mkdir -p $(@D)
-	$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
+	$(call say,LD [tsan],$@)
+	$(Q)$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
 
 dev: $(BUILD)/dev/bootccm $(UNIT_BINS) $(DRIVER_BINS)
 tsan: $(BUILD)/tsan/bootccm $(TSAN_UNIT_BINS) $(TSAN_DRIVER_BINS)
@@ -118,10 +156,12 @@ FUZZ_CFLAGS := -std=gnu11 -g -O1 $(CPPFLAGS_ALL) -fsanitize=fuzzer-no-link,addre
 FUZZ_OBJS := $(patsubst %.c,$(BUILD)/fuzz/obj/%.o,$(CORE) $(TLS_DEV))
 $(BUILD)/fuzz/obj/%.o: %.c | $(BUILD)/gen/version.h
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
-$(BUILD)/fuzz/%: tests/fuzz/%.c $(FUZZ_OBJS)
+	$(call say,CC [fuzz],$<)
+	$(Q)clang $(FUZZ_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/fuzz/%: $(BUILD)/fuzz/obj/tests/fuzz/%.o $(FUZZ_OBJS)
 	@mkdir -p $(@D)
-	clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $< $(FUZZ_OBJS) $(SYS_LIBS)
+	$(call say,LD [fuzz],$@)
+	$(Q)clang $(FUZZ_CFLAGS) -fsanitize=fuzzer -o $@ $^ $(SYS_LIBS)
 fuzz: $(FUZZ_BINS)
 
 # --- tests ----------------------------------------------------------------------
@@ -132,20 +172,42 @@ unit: $(UNIT_BINS)
 	@tests/run-unit.sh $(UNIT_BINS)
 
 check: packages
-	$(MAKE) static
-	$(MAKE) dev tsan fuzz
+	$(Q)$(MAKE) static
+	$(Q)$(MAKE) dev tsan fuzz
 	@BUILD=$(BUILD) PYTHON=$(PYTHON) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/check.sh
 
 demo: packages
-	$(MAKE) static
+	$(Q)$(MAKE) static
 	@$(PYTHON) tests/demo.py --bootccm $(BUILD)/bootccm
 
+# --- image, benchmarks -----------------------------------------------------------
+image: $(BUILD)/bootccm-image.tar
+$(BUILD)/bootccm-image.tar: $(BUILD)/bootccm scripts/make-image.sh
+	$(call say,IMAGE,$@ (bootccm:$(VERSION)))
+	$(Q)sh scripts/make-image.sh $(BUILD)/bootccm $@ bootccm:$(VERSION)$(if $(filter 1,$(V)),, >/dev/null)
+
+# The benchmarks run with their own defaults, the parameters bench/RESULTS.md
+# records: cache_memory.sh NODES=5000 RUNS=5 REFLECTOR=1 (the environment may
+# override them), node_burst.py 1,000 nodes, burst and before modes, QPS 100,
+# 4 workers, one run (NODE_BURST_ARGS adds flags). Raw lines go to
+# $(BUILD)/bench/*.jsonl; the figures (medians) are printed.
+NODE_BURST_ARGS ?=
+bench: static
+	@mkdir -p $(BUILD)/bench
+	$(call say,BENCH,bench/cache_memory.sh)
+	+$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bench/cache_memory.sh
+	$(call say,BENCH,bench/node_burst.py)
+	$(Q)$(PYTHON) bench/node_burst.py --bootccm $(BUILD)/bootccm \
+		--json $(BUILD)/bench/node_burst.jsonl $(NODE_BURST_ARGS)
+
 install: $(BUILD)/bootccm
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8
-	install -m 0755 $(BUILD)/bootccm $(DESTDIR)$(PREFIX)/bin/bootccm
-	install -m 0644 docs/bootccm.8 $(DESTDIR)$(PREFIX)/share/man/man8/bootccm.8
+	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/bin/bootccm)
+	$(Q)install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8
+	$(Q)install -m 0755 $(BUILD)/bootccm $(DESTDIR)$(PREFIX)/bin/bootccm
+	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/share/man/man8/bootccm.8)
+	$(Q)install -m 0644 docs/bootccm.8 $(DESTDIR)$(PREFIX)/share/man/man8/bootccm.8
 
 clean:
-	rm -rf $(BUILD)
+	$(Q)rm -rf $(BUILD)
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -4,6 +4,8 @@
 # other coreutils, printf, sh.
 #
 # usage: scripts/make-image.sh BINARY OUTPUT.tar [TAG]
+# (`make image` runs it on build/bootccm: build/bootccm-image.tar, tag
+# bootccm:<the Makefile's VERSION>)
 #
 # The image holds one file, the fully static BINARY at /usr/local/bin/bootccm
 # (mode 0755, owner 0:0), which is also its entrypoint. The output is byte for

@@ -70,15 +70,22 @@ fuzz() { # each harness over its seed corpus and FUZZ_SECONDS of new inputs
 unit unit-asan "$BUILD"/dev/tests/test_*
 unit unit-tsan "$BUILD"/tsan/tests/test_*
 fuzz
+# the static artifact, the build's output and the include layering
 pytest_suite static-artifact "$BUILD/bootccm" tests/static
-# the driver programs run under ThreadSanitizer beside the static binary, and
-# under AddressSanitizer beside the sanitizer binary
+# end-to-end tests (tests/e2e: the real binary) and integration tests
+# (tests/integration: one module through its driver program): the driver
+# programs run under ThreadSanitizer beside the static binary, and under
+# AddressSanitizer beside the sanitizer binary
 BOOTCCM_DRIVERS="$BUILD/tsan/drivers" pytest_suite e2e-static "$BUILD/bootccm" tests/e2e
+BOOTCCM_DRIVERS="$BUILD/tsan/drivers" pytest_suite integration-static "$BUILD/bootccm" \
+	tests/integration
 BOOTCCM_DRIVERS="$BUILD/dev/drivers" pytest_suite e2e-asan "$BUILD/dev/bootccm" tests/e2e
+BOOTCCM_DRIVERS="$BUILD/dev/drivers" pytest_suite integration-asan "$BUILD/dev/bootccm" \
+	tests/integration
 # the daemon's threads (reflectors, lease, controllers, serving) under
 # ThreadSanitizer: a race makes the binary exit 66, which the fixtures fail
 BOOTCCM_DRIVERS="$BUILD/tsan/drivers" pytest_suite e2e-tsan "$BUILD/tsan/bootccm" \
-	tests/e2e/test_bootstrap.py tests/e2e/test_daemon.py tests/e2e/test_node_controller.py \
+	tests/e2e/test_bootstrap.py tests/e2e/test_daemon.py tests/integration/test_node_controller.py \
 	tests/e2e/test_install_e2e.py
 pytest_suite fake-apiserver "$BUILD/bootccm" tests/fakes --ignore=tests/fakes/metadata
 pytest_suite fake-metadata "$BUILD/bootccm" tests/fakes/metadata

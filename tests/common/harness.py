@@ -1,0 +1,190 @@
+"""The harness the end-to-end tests (tests/e2e/) and the integration tests
+(tests/integration/) share: the binary under test (BOOTCCM, default
+build/bootccm), the driver programs (BOOTCCM_DRIVERS, default
+build/dev/drivers), the fake API server, a running daemon, and polling
+helpers. Each suite's conftest.py re-exports all of it, so tests keep writing
+`from conftest import ...`."""
+
+import os
+import random
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
+
+import apiserver  # noqa: E402
+
+__all__ = ["ROOT", "bootccm_path", "driver_path", "free_port", "https_get", "wait_until",
+           "run", "Daemon",
+           # fixtures
+           "bootccm", "tmp", "api", "daemon"]
+
+
+def bootccm_path():
+    p = os.environ.get("BOOTCCM") or os.path.join(ROOT, "build", "bootccm")
+    if not os.access(p, os.X_OK):
+        raise RuntimeError("no bootccm binary at %s (set BOOTCCM or run make)" % p)
+    return os.path.abspath(p)
+
+
+def driver_path(name):
+    """A driver program (tests/drivers/NAME.c) from BOOTCCM_DRIVERS (default
+    build/dev/drivers): one module run against the fake API server."""
+    d = os.environ.get("BOOTCCM_DRIVERS") or os.path.join(ROOT, "build", "dev", "drivers")
+    p = os.path.join(d, name)
+    if not os.access(p, os.X_OK):
+        raise RuntimeError("no driver %s (run make dev tsan)" % p)
+    return os.path.abspath(p)
+
+
+@pytest.fixture(scope="session")
+def bootccm():
+    return bootccm_path()
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    return str(tmp_path)
+
+
+@pytest.fixture
+def api():
+    with apiserver.FakeAPIServer() as srv:
+        yield srv
+
+
+def free_port(host="127.0.0.1"):
+    """A free port on host, below the ephemeral range when it can, so that no
+    outgoing connection takes it while a test waits to listen on it."""
+    fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+        low = int(f.read().split()[0])
+    rng = random.Random()
+    for _ in range(200):
+        p = rng.randrange(10000, max(10001, low))
+        with socket.socket(fam) as s:
+            try:
+                s.bind((host, p))
+            except OSError:
+                continue
+            return p
+    with socket.socket(fam) as s:
+        s.bind((host, 0))
+        return s.getsockname()[1]
+
+
+def https_get(port, path, token=None, timeout=10):
+    """(status, body) of GET https://127.0.0.1:PORT/PATH on bootccm's own
+    serving port (its certificate is self-signed: not verified here)."""
+    ctx = ssl.create_default_context()
+    ctx.check_hostname = False
+    ctx.verify_mode = ssl.CERT_NONE
+    req = urllib.request.Request("https://127.0.0.1:%d%s" % (port, path))
+    if token:
+        req.add_header("Authorization", "Bearer " + token)
+    try:
+        with urllib.request.urlopen(req, context=ctx, timeout=timeout) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode(errors="replace")
+
+
+def wait_until(pred, timeout=10.0, what="condition", interval=0.05):
+    """Poll pred until it returns something true (returned), or fail the
+    test after timeout seconds naming what was awaited."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(interval)
+    raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def run(args, timeout=30, env=None):
+    """Run bootccm to completion; returns CompletedProcess with text output."""
+    e = dict(os.environ)
+    if env:
+        e.update(env)
+    return subprocess.run([bootccm_path()] + list(args), capture_output=True,
+                          text=True, timeout=timeout, env=e)
+
+
+class Daemon(object):
+    """bootccm running in the background, its stderr collected in a file."""
+
+    def __init__(self, args, env=None):
+        self.log_path = tempfile.mktemp(prefix="bootccm-", suffix=".log")
+        self.log = open(self.log_path, "w")
+        self.result = None
+        e = dict(os.environ)
+        if env:
+            e.update(env)
+        self.proc = subprocess.Popen([bootccm_path()] + list(args),
+                                     stdout=self.log, stderr=subprocess.STDOUT,
+                                     env=e)
+
+    def output(self):
+        if self.result is not None:
+            return self.result[1]
+        with open(self.log_path) as f:
+            return f.read()
+
+    def wait_for(self, text, timeout=10.0):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if text in self.output():
+                return True
+            if self.proc.poll() is not None:
+                raise AssertionError("bootccm exited with %s before %r:\n%s"
+                                     % (self.proc.returncode, text, self.output()))
+            time.sleep(0.02)
+        raise AssertionError("no %r within %ss:\n%s" % (text, timeout, self.output()))
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def stop(self, timeout=10):
+        if self.result is not None:
+            return self.result
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.log.close()
+        rc = self.proc.returncode
+        out = self.output()
+        os.unlink(self.log_path)
+        self.result = (rc, out)
+        return self.result
+
+
+@pytest.fixture
+def daemon():
+    started = []
+
+    def start(args, env=None):
+        d = Daemon(args, env)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        rc, out = d.stop()
+        # a sanitizer report or a crash fails the test that started it
+        assert "ERROR: AddressSanitizer" not in out, out
+        assert "runtime error:" not in out, out
+        assert rc in (0, -signal.SIGTERM), "bootccm exited %s:\n%s" % (rc, out)
