@@ -463,13 +463,8 @@ authn_post(struct authn *a, const char *path, const char *body, int64_t now_ns,
 		return errbuf_set(e, ERR_TRANSIENT, "POST %s: not sent: the API server did "
 		    "not answer a review less than %lld s ago", path,
 		    (long long)(AUTHN_PAUSE_NS / NS_PER_S));
-	url = xasprintf("%s%s", c->kc->server, path);
-	req.url = url;
-	if (strncmp(url, "https://", 8) == 0)
-		req.tls = &c->tls;
-	if ((r = kubeconfig_token(c->kc, &token, e)) < 0)
+	if ((r = kube_client_target(c, path, &req, &url, &token, e)) < 0)
 		goto out;
-	req.bearer_token = token;
 	if ((r = http_do(c->http, &req, &resp, e)) < 0) {
 		/* from when the failure is known: a timeout took its time */
 		a->paused_until_ns = clock_mono_ns() + AUTHN_PAUSE_NS;
@@ -490,11 +485,7 @@ authn_post(struct authn *a, const char *path, const char *body, int64_t now_ns,
 	}
 	*ret = resp;
 out:
-	if (token) {
-		explicit_bzero(token, strlen(token));
-		free(token);
-	}
-	free(url);
+	kube_client_target_free(url, token);
 	return r;
 }
 

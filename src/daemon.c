@@ -157,10 +157,7 @@ daemon_client(const struct options *o, struct kubeconfig *kc, struct kube_client
 
 	if ((r = daemon_connect_config(o, kc, e)) < 0)
 		return r;
-	if ((r = kube_client_init(c, kc, "bootccm/" BOOTCCM_VERSION)) < 0) {
-		kubeconfig_free(kc);
-		return errbuf_set(e, r, "cannot make the API client");
-	}
+	kube_client_init(c, kc, "bootccm/" BOOTCCM_VERSION);
 	kube_client_set_stop(c, &daemon_stop);
 	return 0;
 }

@@ -10,7 +10,6 @@ err_str(int code)
 {
 	switch (code) {
 	case 0: return "ok";
-	case ERR_NOMEM: return "out of memory";
 	case ERR_INVALID: return "invalid";
 	case ERR_NOT_FOUND: return "not found";
 	case ERR_EXISTS: return "already exists";

@@ -11,7 +11,6 @@
 #include <stddef.h>
 
 enum {
-	ERR_NOMEM = -1,               /* out of memory */
 	ERR_INVALID = -2,             /* bad input: malformed file, field, answer; HTTP 400/422 */
 	ERR_NOT_FOUND = -3,           /* HTTP 404; cloud: instance not found */
 	ERR_EXISTS = -4,              /* HTTP 409 AlreadyExists */

@@ -4,18 +4,29 @@
 #include <arpa/inet.h>
 #include <curl/curl.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "dynbuf.h"
 #include "tlsctx.h"
 #include "xalloc.h"
 
+#define HTTP_SOCKETS_MAX 4  /* sockets of one client tracked for an abort */
+
 struct http_client {
 	CURL *h;
 	char curl_err[CURL_ERROR_SIZE];
 	int aborted;           /* set by http_client_abort from any thread */
+	/* the client's open sockets, so an abort can shut them down and wake a
+	 * transfer blocked in them at once; opened and closed through curl's
+	 * socket callbacks under the lock, so a number is never reused while an
+	 * abort looks at it */
+	pthread_mutex_t sock_lock;
+	curl_socket_t socks[HTTP_SOCKETS_MAX];
 };
 
 /* The state of one transfer, shared with curl's callbacks. */
@@ -52,6 +63,9 @@ http_client_new(void)
 	struct http_client *c = xcalloc(1, sizeof(*c));
 
 	c->h = xcheck(curl_easy_init());
+	pthread_mutex_init(&c->sock_lock, NULL);
+	for (int i = 0; i < HTTP_SOCKETS_MAX; i++)
+		c->socks[i] = CURL_SOCKET_BAD;
 	return c;
 }
 
@@ -60,7 +74,8 @@ http_client_free(struct http_client *c)
 {
 	if (c == NULL)
 		return;
-	curl_easy_cleanup(c->h);
+	curl_easy_cleanup(c->h);  /* closes cached connections through the callback */
+	pthread_mutex_destroy(&c->sock_lock);
 	free(c);
 }
 
@@ -68,6 +83,48 @@ void
 http_client_abort(struct http_client *c)
 {
 	__atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&c->sock_lock);
+	for (int i = 0; i < HTTP_SOCKETS_MAX; i++)
+		if (c->socks[i] != CURL_SOCKET_BAD)
+			shutdown(c->socks[i], SHUT_RDWR);
+	pthread_mutex_unlock(&c->sock_lock);
+}
+
+static curl_socket_t
+http_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct http_client *c = arg;
+	curl_socket_t fd;
+
+	(void)purpose;
+	pthread_mutex_lock(&c->sock_lock);
+	if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE)) {
+		pthread_mutex_unlock(&c->sock_lock);
+		return CURL_SOCKET_BAD;
+	}
+	fd = socket(a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+	for (int i = 0; fd >= 0 && i < HTTP_SOCKETS_MAX; i++)
+		if (c->socks[i] == CURL_SOCKET_BAD) {
+			c->socks[i] = fd;
+			break;
+		}
+	pthread_mutex_unlock(&c->sock_lock);
+	return fd < 0 ? CURL_SOCKET_BAD : fd;
+}
+
+static int
+http_close_socket(void *arg, curl_socket_t fd)
+{
+	struct http_client *c = arg;
+	int r;
+
+	pthread_mutex_lock(&c->sock_lock);
+	for (int i = 0; i < HTTP_SOCKETS_MAX; i++)
+		if (c->socks[i] == fd)
+			c->socks[i] = CURL_SOCKET_BAD;
+	r = close(fd);
+	pthread_mutex_unlock(&c->sock_lock);
+	return r;
 }
 
 /* curl calls this at least once a second, even while a watch sits idle */
@@ -336,6 +393,10 @@ http_do(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, http_progress_cb);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, c);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETFUNCTION, http_open_socket);
+	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, c);
+	curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, http_close_socket);
+	curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, c);
 
 	/* verification is on unless the user's configuration says otherwise */
 	curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);

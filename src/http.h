@@ -71,9 +71,10 @@ struct http_client;
 struct http_client *http_client_new(void);
 void http_client_free(struct http_client *c);
 
-/* http_client_abort makes c's transfer in progress (a watch) end within about
- * a second, and every later request on c fail at once, with ERR_CANCELED.
- * Callable from any thread; used to stop a thread blocked in a request. */
+/* http_client_abort makes c's transfer in progress (a watch) end at once (its
+ * sockets are shut down), and every later request on c fail at once, with
+ * ERR_CANCELED. Callable from any thread; used to stop a thread blocked in a
+ * request. */
 void http_client_abort(struct http_client *c);
 
 /* http_do performs one request. On 0, *ret holds the answer (free it with

@@ -11,6 +11,7 @@
 
 #include "dynbuf.h"
 #include "err.h"
+#include "log.h"
 #include "xalloc.h"
 
 #define METRICS_TEXT_MAX (SIZE_MAX / 2) /* bytes: the rendered text (ours: no real cap) */
@@ -65,7 +66,7 @@ metrics_register(enum metric_type type, const char *name, const char *help,
 			if (comma)
 				*comma = '\0';
 			if (m->nlabels == METRICS_LABELS_MAX)
-				abort(); /* internal: too many label names */
+				log_fatal("internal: too many label names", "metric", name, NULL);
 			m->label_names[m->nlabels++] = xstrdup(p);
 			p = comma + 1;
 		} while (comma);

@@ -674,10 +674,7 @@ nodectl_worker(void *arg)
 	struct kube_client kc;
 	const char *key;
 
-	if (kube_client_init(&kc, c->cfg.kc, c->user_agent) < 0) {
-		log_error("Cannot start a node controller worker: out of memory", NULL);
-		return NULL;
-	}
+	kube_client_init(&kc, c->cfg.kc, c->user_agent);
 	kube_client_set_stop(&kc, &c->stop);
 	while (wq_get(c->q, &key) > 0) {
 		struct errbuf e = { "" };
@@ -777,8 +774,7 @@ nodectl_refresh_once(struct nodectl *c, struct kube_client *kc)
 	struct errbuf e = { "" };
 	int use_list = in->list != NULL;
 
-	if (store_list(reflector_store(c->cfg.nodes), &objs, &nobjs) < 0)
-		goto out;
+	store_list(reflector_store(c->cfg.nodes), &objs, &nobjs);
 	if (use_list) {
 		if (in->list(c->cfg.provider_state, nodectl_list_cb, &acc, &e) < 0) {
 			log_warn("Cannot list the cloud's instances; addresses not refreshed this period",
@@ -841,8 +837,7 @@ nodectl_refresher(void *arg)
 	struct nodectl *c = arg;
 	struct kube_client kc;
 
-	if (kube_client_init(&kc, c->cfg.kc, c->user_agent) < 0)
-		return NULL;
+	kube_client_init(&kc, c->cfg.kc, c->user_agent);
 	kube_client_set_stop(&kc, &c->stop);
 	while (!stop_sleep(&c->stop, c->cfg.refresh_period_ns)) {
 		pthread_mutex_lock(&c->mu);
@@ -939,11 +934,10 @@ nodectl_set_leading(struct nodectl *c, int leading)
 	if (!leading)
 		return;
 	/* every Node is ours now: queue those waiting for work */
-	if (store_list(reflector_store(c->cfg.nodes), &objs, &n) == 0) {
-		for (size_t i = 0; i < n; i++)
-			nodectl_enqueue(c, objs[i]);
-		store_list_free(objs, n);
-	}
+	store_list(reflector_store(c->cfg.nodes), &objs, &n);
+	for (size_t i = 0; i < n; i++)
+		nodectl_enqueue(c, objs[i]);
+	store_list_free(objs, n);
 }
 
 void

@@ -452,10 +452,7 @@ nodelifecycle_pass(struct nodelifecycle *c)
 	int64_t t0 = clock_mono_ns();
 	size_t n, i;
 
-	if (store_list(reflector_store(c->cfg.nodes), &objs, &n) < 0) {
-		log_error("Error listing nodes from cache", "err", "out of memory", NULL);
-		return;
-	}
+	store_list(reflector_store(c->cfg.nodes), &objs, &n);
 	for (i = 0; i < n && !nodelifecycle_stopping(c); i++)
 		nodelifecycle_node(c, kube_node_of(objs[i]), &p);
 	store_list_free(objs, n);
@@ -506,10 +503,7 @@ nodelifecycle_start(const struct nodelifecycle_config *cfg, struct nodelifecycle
 		c->cfg.monitor_period_ns = NS_PER_S;
 	stop_init(&c->stop);
 	c->user_agent = xstrdup(cfg->user_agent ? cfg->user_agent : "bootccm");
-	if ((rc = kube_client_init(&c->client, cfg->kc, c->user_agent)) < 0) {
-		nodelifecycle_free(c);
-		return errbuf_set(e, rc, "node lifecycle controller: cannot make its API client");
-	}
+	kube_client_init(&c->client, cfg->kc, c->user_agent);
 	c->cfg.user_agent = c->user_agent;
 	kube_client_set_stop(&c->client, &c->stop);
 	pthread_attr_init(&attr);

@@ -61,7 +61,7 @@ kube_client_metrics_init(void)
 
 /* --- client ------------------------------------------------------------------- */
 
-int
+void
 kube_client_init(struct kube_client *c, struct kubeconfig *kc, const char *user_agent)
 {
 	const char *h;
@@ -69,7 +69,7 @@ kube_client_init(struct kube_client *c, struct kubeconfig *kc, const char *user_
 
 	kube_client_metrics_init();
 	memset(c, 0, sizeof(*c));
-	c->http = xcheck(http_client_new());
+	c->http = http_client_new();
 	c->kc = kc;
 	c->tls.ca_pem = kc->ca_pem;
 	c->tls.ca_pem_len = kc->ca_pem_len;
@@ -92,7 +92,6 @@ kube_client_init(struct kube_client *c, struct kubeconfig *kc, const char *user_
 	c->max_retries = KUBE_RETRY_MAX;
 	backoff_init(&c->retry, KUBE_RETRY_BASE_MS * NS_PER_MS,
 	    KUBE_RETRY_CAP_MS * NS_PER_MS, KUBE_RETRY_FACTOR, KUBE_RETRY_JITTER);
-	return 0;
 }
 
 void
@@ -478,6 +477,33 @@ kube_retry_reason(const char *method, long status, int err, const char *msg,
 
 /* kube_send performs one attempt (rate limited, with credentials), counts it
  * in the metrics and logs it at -v=6 and up. On 0, *resp holds the answer. */
+int
+kube_client_target(struct kube_client *c, const char *path, struct http_request *req,
+    char **ret_url, char **ret_token, struct errbuf *e)
+{
+	char *token = NULL;
+	int r;
+
+	if ((r = kubeconfig_token(c->kc, &token, e)) < 0)
+		return r;
+	*ret_url = xasprintf("%s%s", c->kc->server, path);
+	*ret_token = token;
+	req->url = *ret_url;
+	req->tls = strncmp(*ret_url, "https://", 8) == 0 ? &c->tls : NULL;
+	req->bearer_token = token;
+	return 0;
+}
+
+void
+kube_client_target_free(char *url, char *token)
+{
+	if (token) {
+		explicit_bzero(token, strlen(token));
+		free(token);
+	}
+	free(url);
+}
+
 static int
 kube_send(struct kube_client *c, const char *method, const char *path,
     const char *content_type, const char *body, http_on_data on_data, void *arg,
@@ -499,13 +525,8 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 	double t0, t1, wait;
 	int r;
 
-	url = xasprintf("%s%s", c->kc->server, path);
-	req.url = url;
-	if (strncmp(url, "https://", 8) == 0)
-		req.tls = &c->tls;
-	if ((r = kubeconfig_token(c->kc, &token, e)) < 0)
+	if ((r = kube_client_target(c, path, &req, &url, &token, e)) < 0)
 		goto out;
-	req.bearer_token = token;
 	t0 = ((double)clock_mono_ns() / 1e9);
 	flowcontrol_wait(c->rl_class);
 	t1 = ((double)clock_mono_ns() / 1e9);
@@ -542,11 +563,7 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 			log_info(9, "Response body", "body", resp->body, NULL);
 	}
 out:
-	if (token) {
-		explicit_bzero(token, strlen(token));
-		free(token);
-	}
-	free(url);
+	kube_client_target_free(url, token);
 	return r;
 }
 

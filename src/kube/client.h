@@ -76,9 +76,8 @@ struct kube_client {
 
 /* kube_client_init prepares c for kc with KUBE_RETRY_MAX retries and the
  * KUBE_RETRY_* backoff, and registers the client metrics (once per process).
- * Returns 0: it cannot fail (out of memory is fatal); the int stays for the
- * callers that check it. */
-int kube_client_init(struct kube_client *c, struct kubeconfig *kc,
+ * It cannot fail (out of memory is fatal). */
+void kube_client_init(struct kube_client *c, struct kubeconfig *kc,
     const char *user_agent);
 void kube_client_cleanup(struct kube_client *c);
 
@@ -210,6 +209,15 @@ int kube_path(char **ret, const char *api, const char *ns, const char *resource,
  * server's RequestInfoFactory does. Always fills verb and resource. */
 void kube_request_info(const char *method, const char *path,
     char verb[KUBE_VERB_MAX], char resource[KUBE_RESOURCE_MAX]);
+
+/* kube_client_target points req at path on c's server: the URL (*ret_url),
+ * the TLS settings for an https:// server, and the bearer token
+ * (*ret_token, read from the kubeconfig, a token file re-read). The caller
+ * frees both with kube_client_target_free, which wipes the token. For a
+ * request path of one's own (authn's reviews); kube_request uses it too. */
+int kube_client_target(struct kube_client *c, const char *path, struct http_request *req,
+    char **ret_url, char **ret_token, struct errbuf *e);
+void kube_client_target_free(char *url, char *token);
 
 /* kube_client_set_ratelimit_class makes c take its tokens from flowcontrol
  * class cls (FLOWCONTROL_CONTROLLERS unless changed). */

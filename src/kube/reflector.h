@@ -92,7 +92,7 @@ int reflector_add_handlers(struct reflector *r, const struct reflector_handlers 
 int reflector_start(struct reflector *r, struct errbuf *e);
 
 /* reflector_stop asks the thread to end and waits for it: the request in
- * progress is aborted (a watch sitting idle within about a second) and the
+ * progress is aborted at once (its socket is shut down) and the
  * client's retries and the backoff sleeps are abandoned. No handler runs
  * after it returns. Idempotent; a stopped reflector does not start again. */
 void reflector_stop(struct reflector *r);

@@ -154,7 +154,7 @@ store_cmp_str(const void *a, const void *b)
 	return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
-int
+void
 store_list(struct store *s, const struct store_obj ***ret, size_t *ret_n)
 {
 	const struct store_obj **v;
@@ -171,7 +171,6 @@ store_list(struct store *s, const struct store_obj ***ret, size_t *ret_n)
 	qsort(v, n, sizeof(*v), store_cmp_obj);
 	*ret = v;
 	*ret_n = n;
-	return 0;
 }
 
 void

@@ -71,9 +71,8 @@ int store_delete(struct store *s, const char *key,
 const struct store_obj *store_get(struct store *s, const char *key);
 
 /* store_list returns a malloc'd array of new references to every object,
- * sorted by key; free it with store_list_free. Always returns 0 (the int
- * is kept for the callers that check it). */
-int store_list(struct store *s, const struct store_obj ***ret, size_t *ret_n);
+ * sorted by key; free it with store_list_free. */
+void store_list(struct store *s, const struct store_obj ***ret, size_t *ret_n);
 void store_list_free(const struct store_obj **v, size_t n);
 
 /* store_len and store_bytes: the number of objects and the bytes their

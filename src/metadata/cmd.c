@@ -8,6 +8,7 @@
 
 #include "flags.h"
 #include "http.h"
+#include "log.h"
 #include "metadata/format.h"
 #include "metadata/metadata.h"
 #include "xalloc.h"
@@ -39,7 +40,7 @@ md_cmd_table(struct md_cmd_opts *o, struct flag *t, size_t cap)
 	size_t n = sizeof(table) / sizeof(table[0]);
 
 	if (n > cap)
-		abort(); /* internal: the caller's array is too small */
+		log_fatal("internal: md_cmd_table: the caller's array is too small", NULL);
 	memcpy(t, table, sizeof(table));
 	return n;
 }

@@ -1,6 +1,6 @@
 /* drv_events.c - runs the Event recorder against an API server, driven by
  * commands on stdin, reporting as JSON lines on stdout, for
- * tests/e2e/test_events.py.
+ * tests/integration/test_events.py.
  *
  *   drv_events KUBECONFIG [--retry-interval D] [--queue-max N] [--max-tries N]
  *       [--host H] [--component C] [-v N]

@@ -1,5 +1,5 @@
 /* drv_nodectl.c - runs the cloud-node controller against an API server with
- * a scripted cloud provider, for tests/e2e/test_node_controller.py.
+ * a scripted cloud provider, for tests/integration/test_node_controller.py.
  *
  *   drv_nodectl KUBECONFIG SCRIPT NODE-NAME [--leading 0|1] [--refresh D]
  *       [--page N] [--workers N] [--list 0|1] [--metadata-cloud C]

@@ -1,5 +1,5 @@
 /* drv_nodelifecycle.c - runs the node lifecycle controller against the fake
- * API server for tests/e2e/test_nodelifecycle.py, with a scripted provider
+ * API server for tests/integration/test_nodelifecycle.py, with a scripted provider
  * whose answers the test can change while it runs, until SIGTERM.
  *
  * Usage: drv_nodelifecycle KUBECONFIG ANSWERS [options]

@@ -1,4 +1,4 @@
-/* drv_serve.c - runs the serving endpoint for tests/e2e/test_serve.py with
+/* drv_serve.c - runs the serving endpoint for tests/integration/test_serve.py with
  * bootccm's own flags, a health check and a readiness check, and reports on
  * stdout as JSON lines: {"event":"serving","port":N} (port 0 when
  * --secure-port=0), {"event":"error","err":"..."} when serve_start fails, and
