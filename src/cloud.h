@@ -29,6 +29,7 @@
 #define BOOTCCM_CLOUD_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 #include "stop.h"
@@ -51,6 +52,7 @@
 #define CLOUD_SOURCE_API "cloud-api"                 /* the cloud's own API */
 #define CLOUD_SOURCE_METADATA "instance-metadata"    /* the local metadata service or config drive */
 #define CLOUD_SOURCE_KUBELET "kubelet-reported"      /* what the Node's kubelet registered */
+#define CLOUD_SOURCE_INVENTORY "inventory"           /* an inventory file (static provider) */
 
 /* Provider capabilities (struct cloud_provider.flags). */
 #define CLOUD_DEFINITIVE 0x1  /* instances.exists's ERR_NOT_FOUND / false comes
@@ -89,6 +91,9 @@ struct cloud_node {
 	size_t n_annotations;
 	const struct cloud_address *addresses; /* status.addresses */
 	size_t n_addresses;
+	const char *const *pod_cidrs;       /* spec.podCIDRs */
+	size_t n_pod_cidrs;
+	const char *uid;                    /* metadata.uid */
 };
 
 struct cloud_label {
@@ -132,68 +137,148 @@ struct cloud_instances_ops {
 	int (*list)(void *state, cloud_instance_cb cb, void *arg, struct errbuf *e);
 };
 
-/* Load balancers: the Service is passed as its namespace/name, the nodes as
- * the Node list the service controller selected. Not implemented by any
- * provider yet; the contracts are those of upstream's LoadBalancer interface. */
+/* --- load balancers ---------------------------------------------------------
+ *
+ * The service controller calls these for the Services it serves (type
+ * LoadBalancer, a class it serves), with the backend Nodes it selected
+ * (upstream's predicates: not being deleted, not excluded by label, not
+ * tainted ToBeDeletedByClusterAutoscaler). The contracts are upstream's
+ * LoadBalancer interface, plus what upstream lacks: a batched drift check,
+ * the node labels a balancer selects on, and a view of every Service for
+ * providers that allocate from shared state (the static provider's pools).
+ * ERR_UNAVAILABLE means "no capacity now" (an exhausted pool): the
+ * controller retries, and at once when observe reports something freed. */
+
+#define CLOUD_LB_INGRESS_MAX 8          /* status.loadBalancer.ingress entries */
+#define CLOUD_LB_ANNOTATIONS_MAX 4      /* annotations a provider writes on a Service */
+#define CLOUD_LB_ANNOTATION_VALUE_MAX 512 /* bytes of one such value */
+#define CLOUD_IP_MODE_MAX 8             /* "VIP", "Proxy" */
+
+struct cloud_lb_port {
+	const char *name;              /* or NULL */
+	const char *protocol;          /* TCP, UDP, SCTP */
+	int32_t port;
+	int32_t node_port;             /* 0 when none is allocated */
+	const char *app_protocol;      /* or NULL */
+};
+
+struct cloud_lb_ingress {
+	char ip[CLOUD_ADDR_MAX];       /* "" for a hostname entry */
+	char hostname[CLOUD_ADDR_MAX]; /* "" for an IP entry */
+	char ip_mode[CLOUD_IP_MODE_MAX]; /* "VIP", "Proxy", or "" (the API server's default, VIP) */
+};
+
+struct cloud_lb_status {
+	size_t n_ingress;
+	struct cloud_lb_ingress ingress[CLOUD_LB_INGRESS_MAX];
+};
+
+/* A Service as the controller knows it (all borrowed, valid during the call;
+ * NULL strings mean absent). */
 struct cloud_service {
 	const char *namespace_;
 	const char *name;
 	const char *uid;
+	int64_t creation_timestamp;        /* seconds since the epoch */
 	const struct cloud_kv *annotations;
 	size_t n_annotations;
-	const char *load_balancer_ip;      /* spec.loadBalancerIP or NULL */
+	const struct cloud_kv *selector;   /* spec.selector */
+	size_t n_selector;
+	const char *type;                  /* spec.type */
+	const char *load_balancer_class;   /* spec.loadBalancerClass */
+	const char *load_balancer_ip;      /* spec.loadBalancerIP (deprecated upstream) */
+	const char *external_traffic_policy; /* Cluster, Local */
+	int32_t health_check_node_port;
+	const char *const *ip_families;    /* spec.ipFamilies: "IPv4", "IPv6" */
+	size_t n_ip_families;
+	const char *ip_family_policy;      /* SingleStack, PreferDualStack, RequireDualStack */
+	const char *const *source_ranges;  /* spec.loadBalancerSourceRanges */
+	size_t n_source_ranges;
+	const char *session_affinity;
+	const struct cloud_lb_port *ports;
 	size_t n_ports;
-	const struct cloud_lb_port {
-		const char *name;
-		const char *protocol;      /* TCP, UDP, SCTP */
-		int port;
-		int node_port;
-	} *ports;
+	const struct cloud_lb_status *status; /* status.loadBalancer as it is now */
+	int served;                        /* the service controller serves it: type
+	                                      LoadBalancer and a class it serves */
 };
 
-#define CLOUD_LB_INGRESS_MAX 8
+/* An annotation a provider asks the controller to write on the Service
+ * (kube-vip.io/loadbalancerIPs for an announcer); remove drops it. */
+struct cloud_lb_annotation {
+	char key[CLOUD_LABEL_KEY_MAX];
+	char value[CLOUD_LB_ANNOTATION_VALUE_MAX];
+	int remove;
+};
 
-struct cloud_lb_status {
-	size_t n_ingress;
-	struct {
-		char ip[CLOUD_ADDR_MAX];
-		char hostname[CLOUD_ADDR_MAX];
-	} ingress[CLOUD_LB_INGRESS_MAX];
+struct cloud_lb_result {
+	struct cloud_lb_status status;
+	size_t n_annotations;
+	struct cloud_lb_annotation annotations[CLOUD_LB_ANNOTATIONS_MAX];
 };
 
 struct cloud_lb_ops {
-	/* get sets *ret_exists and, when it exists, *ret_status. */
+	/* get sets *ret_exists and, when it exists, *ret_status (upstream's
+	 * GetLoadBalancer). */
 	int (*get)(void *state, const char *cluster, const struct cloud_service *svc,
 	    struct cloud_lb_status *ret_status, int *ret_exists, struct errbuf *e);
 	/* ensure creates or updates the balancer to match svc and nodes;
-	 * idempotent. Returns its status. */
+	 * idempotent. Fills *ret (status, annotations to write). */
 	int (*ensure)(void *state, const char *cluster, const struct cloud_service *svc,
-	    const struct cloud_node *nodes, size_t n_nodes,
-	    struct cloud_lb_status *ret_status, struct errbuf *e);
-	/* update_hosts changes only the backend nodes of an existing balancer. */
+	    const struct cloud_node *nodes, size_t n_nodes, struct cloud_lb_result *ret,
+	    struct errbuf *e);
+	/* update_hosts changes only the backend nodes of an existing balancer
+	 * (NULL: the controller calls ensure instead). */
 	int (*update_hosts)(void *state, const char *cluster, const struct cloud_service *svc,
 	    const struct cloud_node *nodes, size_t n_nodes, struct errbuf *e);
-	/* ensure_deleted deletes it; 0 when it is already gone. */
+	/* ensure_deleted deletes it; 0 when it is already gone. Fills *ret with
+	 * the annotations to remove from the Service (the status is cleared by
+	 * the controller). */
 	int (*ensure_deleted)(void *state, const char *cluster,
-	    const struct cloud_service *svc, struct errbuf *e);
+	    const struct cloud_service *svc, struct cloud_lb_result *ret, struct errbuf *e);
+	/* verify (optional) tells, with as few cloud calls as it can (one batched
+	 * listing), which of n served Services' balancers drifted from what
+	 * ensure made of them: missing, changed, or not what their status says.
+	 * Sets drifted[i] to 1 or 0. NULL: the controller calls get for each
+	 * and compares existence and status. */
+	int (*verify)(void *state, const char *cluster, const struct cloud_service *const *svcs,
+	    size_t n, const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted,
+	    struct errbuf *e);
+	/* node_selector (optional) returns the label selector (labelsel.h
+	 * syntax) by which svc's balancer picks its backends among nodes, or
+	 * NULL: the controller re-syncs svc when a Node's labels start or stop
+	 * matching it. */
+	const char *(*node_selector)(void *state, const struct cloud_service *svc);
+	/* observe (optional) hears of every Service the cluster has, served or
+	 * not, as it is now (svc NULL: deleted; key is namespace/name), before
+	 * the controller's first ensure; for providers whose answers depend on
+	 * all Services (an address held by any of them is taken). Quick, no I/O.
+	 * Returns 1 when something was freed (a waiting Service may now get
+	 * it), else 0. */
+	int (*observe)(void *state, const char *key, const struct cloud_service *svc);
 };
+
+/* --- routes ---------------------------------------------------------------- */
+
+#define CLOUD_CIDR_MAX 64               /* bytes: an IPv6 CIDR and its NUL */
 
 struct cloud_route {
 	char name[CLOUD_ID_MAX];
 	char target_node[CLOUD_ADDR_MAX];  /* Node name */
-	char destination_cidr[64];
+	char destination_cidr[CLOUD_CIDR_MAX];
 	int blackhole;                     /* the target instance is gone */
 };
 
 typedef int (*cloud_route_cb)(const struct cloud_route *route, void *arg);
 
 struct cloud_routes_ops {
-	/* list calls cb for each route of the cluster. */
+	/* list calls cb for each route of the cluster (one listing). */
 	int (*list)(void *state, const char *cluster, cloud_route_cb cb, void *arg,
 	    struct errbuf *e);
-	/* create routes route->destination_cidr to route->target_node; idempotent. */
+	/* create routes route->destination_cidr to the Node target (route's
+	 * target_node); idempotent. name_hint is the Node's uid. */
 	int (*create)(void *state, const char *cluster, const char *name_hint,
-	    const struct cloud_route *route, struct errbuf *e);
+	    const struct cloud_route *route, const struct cloud_node *target,
+	    struct errbuf *e);
 	/* delete removes it; 0 when it is already gone. */
 	int (*delete_)(void *state, const char *cluster, const struct cloud_route *route,
 	    struct errbuf *e);
@@ -211,6 +296,7 @@ struct cloud_config {
 	const char *md_dmi_dir;
 	const char *md_config_drive;
 	struct stop *stop;                 /* abandon cloud retries once stopped */
+	const char *cluster_name;          /* --cluster-name */
 };
 
 struct cloud_provider {
@@ -222,6 +308,11 @@ struct cloud_provider {
 	const struct cloud_instances_ops *instances;   /* NULL: not supported */
 	const struct cloud_lb_ops *load_balancers;      /* NULL: not supported */
 	const struct cloud_routes_ops *routes;          /* NULL: not supported */
+	/* health (optional) reports a standing problem of the provider's own
+	 * input that it works around (an inventory file that no longer parses:
+	 * the last good one stays in force): 0, or an error naming FILE:line.
+	 * The daemon polls it, logs a change and records a Warning Event. */
+	int (*health)(void *state, struct errbuf *e);
 };
 
 /* A node IP from the provided-node-ip annotation: its family, its bytes

@@ -38,6 +38,9 @@ nodeview_init(struct nodeview *v, const struct kube_node *n)
 	v->node.n_annotations = n->nannotations;
 	v->node.addresses = v->addrs;
 	v->node.n_addresses = na;
+	v->node.pod_cidrs = n->pod_cidrs;
+	v->node.n_pod_cidrs = n->npod_cidrs;
+	v->node.uid = n->obj.uid;
 }
 
 void

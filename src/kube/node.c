@@ -6,6 +6,14 @@
 
 #include "jsonx.h"
 
+/* kube_node_cond reads a condition's status. */
+static enum kube_node_ready
+kube_node_cond(const char *st)
+{
+	return st && strcmp(st, "True") == 0 ? KUBE_NODE_READY_TRUE :
+	    st && strcmp(st, "False") == 0 ? KUBE_NODE_READY_FALSE : KUBE_NODE_READY_UNKNOWN;
+}
+
 /* kube_node_fill reads the kept fields of the Node at src into n. It runs
  * twice per object (see store_obj_build) and must do the same both times. */
 static int
@@ -114,11 +122,16 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 			if ((r = jsonx_str(c, path, "type", 0, &type, NULL, e)) < 0 ||
 			    (r = jsonx_str(c, path, "status", 0, &st, NULL, e)) < 0)
 				goto fail;
-			if (type == NULL || strcmp(type, "Ready") != 0)
+			if (type == NULL)
 				continue;
-			n->ready = st && strcmp(st, "True") == 0 ? KUBE_NODE_READY_TRUE :
-			    st && strcmp(st, "False") == 0 ? KUBE_NODE_READY_FALSE :
-			    KUBE_NODE_READY_UNKNOWN;
+			if (strcmp(type, "Ready") == 0) {
+				n->ready = kube_node_cond(st);
+			} else if (strcmp(type, "NetworkUnavailable") == 0) {
+				n->network_unavailable = kube_node_cond(st);
+				if ((r = store_json_str(b, c, path, "reason",
+				    &n->network_unavailable_reason, e)) < 0)
+					goto fail;
+			}
 		}
 	}
 	return 0;

@@ -32,9 +32,9 @@ struct kube_node_address {
 	const char *address;
 };
 
-/* The status of the Ready condition. */
+/* The status of a condition (Ready, NetworkUnavailable). */
 enum kube_node_ready {
-	KUBE_NODE_READY_NONE = 0,   /* no Ready condition (not reported yet) */
+	KUBE_NODE_READY_NONE = 0,   /* no such condition (not reported yet) */
 	KUBE_NODE_READY_TRUE,
 	KUBE_NODE_READY_FALSE,
 	KUBE_NODE_READY_UNKNOWN,    /* "Unknown" or any other value */
@@ -55,6 +55,8 @@ struct kube_node {
 	const struct kube_node_address *addresses;
 	size_t naddresses;
 	enum kube_node_ready ready;
+	enum kube_node_ready network_unavailable; /* the NetworkUnavailable condition */
+	const char *network_unavailable_reason;   /* its reason (RouteCreated, a CNI's...) */
 	int64_t creation_timestamp; /* seconds since the epoch; 0 when absent */
 	int64_t deletion_timestamp; /* 0 when not being deleted */
 };

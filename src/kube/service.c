@@ -57,6 +57,26 @@ kube_service_ports(struct store_bld *b, json_object *spec, struct kube_service *
 	return 0;
 }
 
+/* kube_service_affinity reads spec.sessionAffinityConfig.clientIP.timeoutSeconds. */
+static int
+kube_service_affinity(json_object *spec, struct kube_service *s, struct errbuf *e)
+{
+	json_object *cfg, *ip;
+	int64_t v;
+	int r;
+
+	if ((r = jsonx_object(spec, "spec", "sessionAffinityConfig", 0, &cfg, e)) < 0 ||
+	    cfg == NULL ||
+	    (r = jsonx_object(cfg, "spec.sessionAffinityConfig", "clientIP", 0, &ip, e)) < 0 ||
+	    ip == NULL)
+		return r;
+	if ((r = jsonx_int(ip, "spec.sessionAffinityConfig.clientIP", "timeoutSeconds", 0,
+	    86400, 0, &v, e)) < 0)
+		return r;
+	s->session_affinity_timeout = (int32_t)v;
+	return 0;
+}
+
 /* kube_service_ingress reads status.loadBalancer.ingress. */
 static int
 kube_service_ingress(struct store_bld *b, json_object *root, struct kube_service *s,
@@ -116,8 +136,7 @@ kube_service_fill(struct store_bld *b, struct store_obj *o, const void *src,
     struct errbuf *e)
 {
 	struct kube_service *s = (struct kube_service *)o;
-	json_object *root = (json_object *)src, *md, *ns = NULL, *nm = NULL, *spec, *fam;
-	size_t cnt;
+	json_object *root = (json_object *)src, *md, *ns = NULL, *nm = NULL, *spec;
 	int64_t v;
 	int r;
 
@@ -148,7 +167,9 @@ kube_service_fill(struct store_bld *b, struct store_obj *o, const void *src,
 	    (r = store_json_strs(b, md, "metadata", "finalizers", &s->finalizers,
 	    &s->nfinalizers, e)) < 0 ||
 	    (r = jsonx_time(md, "metadata", "deletionTimestamp", 0,
-	    &s->deletion_timestamp, e)) < 0)
+	    &s->deletion_timestamp, e)) < 0 ||
+	    (r = jsonx_time(md, "metadata", "creationTimestamp", 0,
+	    &s->creation_timestamp, e)) < 0)
 		goto fail;
 
 	if ((r = jsonx_object(root, "", "spec", 0, &spec, e)) < 0)
@@ -172,9 +193,14 @@ kube_service_fill(struct store_bld *b, struct store_obj *o, const void *src,
 		    &s->nexternal_ips, e)) < 0 ||
 		    (r = store_json_str(b, spec, "spec", "sessionAffinity",
 		    &s->session_affinity, e)) < 0 ||
-		    (r = jsonx_array(spec, "spec", "ipFamilies", 0, &fam, &cnt, e)) < 0)
+		    (r = store_json_strs(b, spec, "spec", "ipFamilies", &s->ip_families,
+		    &s->nip_families, e)) < 0 ||
+		    (r = store_json_str(b, spec, "spec", "ipFamilyPolicy",
+		    &s->ip_family_policy, e)) < 0 ||
+		    (r = store_json_kv(b, spec, "spec", "selector", &s->selector,
+		    &s->nselector, e)) < 0 ||
+		    (r = kube_service_affinity(spec, s, e)) < 0)
 			goto fail;
-		s->ip_families = (int)cnt;
 	}
 	if ((r = kube_service_ingress(b, root, s, e)) < 0)
 		goto fail;

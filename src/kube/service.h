@@ -55,7 +55,13 @@ struct kube_service {
 	const char *const *external_ips;
 	size_t nexternal_ips;
 	const char *session_affinity;
-	int ip_families;               /* entries in spec.ipFamilies */
+	int32_t session_affinity_timeout; /* spec.sessionAffinityConfig.clientIP.timeoutSeconds */
+	const char *const *ip_families;   /* spec.ipFamilies: IPv4, IPv6 */
+	size_t nip_families;
+	const char *ip_family_policy;     /* SingleStack, PreferDualStack, RequireDualStack */
+	const struct store_kv *selector;  /* spec.selector */
+	size_t nselector;
+	int64_t creation_timestamp;       /* seconds since the epoch; 0 when absent */
 	const struct kube_lb_ingress *ingress; /* status.loadBalancer.ingress */
 	size_t ningress;
 };

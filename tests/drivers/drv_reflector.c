@@ -158,7 +158,7 @@ drv_service(const struct kube_service *s)
 	json_object_object_add(o, "externalTrafficPolicy", drv_str(s->external_traffic_policy));
 	json_object_object_add(o, "healthCheckNodePort",
 	    json_object_new_int(s->health_check_node_port));
-	json_object_object_add(o, "ipFamilies", json_object_new_int(s->ip_families));
+	json_object_object_add(o, "ipFamilies", json_object_new_int((int)s->nip_families));
 	a = json_object_new_array();
 	for (size_t i = 0; i < s->ningress; i++) {
 		json_object *t = json_object_new_object();

@@ -140,7 +140,22 @@ TEST(minimal_and_null)
 	CHECK(t_decode("{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":["
 	    "{\"type\":\"Ready\",\"status\":\"False\"},{\"type\":\"X\"}]}}", &n, &e) == 0);
 	CHECK(n->ready == KUBE_NODE_READY_FALSE);
+	CHECK(n->network_unavailable == KUBE_NODE_READY_NONE);
+	CHECK(n->network_unavailable_reason == NULL);
 	store_obj_unref(&n->obj);
+
+	/* the route controller's condition, and a CNI's reason for it */
+	CHECK(t_decode("{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":["
+	    "{\"type\":\"NetworkUnavailable\",\"status\":\"False\",\"reason\":"
+	    "\"CalicoIsUp\"}]}}", &n, &e) == 0);
+	CHECK(n->network_unavailable == KUBE_NODE_READY_FALSE);
+	CHECK_STR(n->network_unavailable_reason, "CalicoIsUp");
+	CHECK(n->ready == KUBE_NODE_READY_NONE);
+	store_obj_unref(&n->obj);
+	CHECK(t_decode("{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":["
+	    "{\"type\":\"NetworkUnavailable\",\"status\":\"True\",\"reason\":7}]}}", &n,
+	    &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "node \"n\": status.conditions[0].reason: expected a string");
 }
 
 TEST(broken)

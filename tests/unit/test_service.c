@@ -25,7 +25,8 @@
 	"\"ports\":[{\"appProtocol\":\"http\",\"name\":\"http\",\"nodePort\":30080,\"port\":80," \
 	"\"protocol\":\"TCP\",\"targetPort\":8080},{\"name\":\"https\",\"nodePort\":30443," \
 	"\"port\":443,\"protocol\":\"TCP\",\"targetPort\":\"https\"}]," \
-	"\"selector\":{\"app\":\"web\"},\"sessionAffinity\":\"ClientIP\",\"type\":\"LoadBalancer\"}," \
+	"\"selector\":{\"app\":\"web\"},\"sessionAffinity\":\"ClientIP\"," \
+	"\"sessionAffinityConfig\":{\"clientIP\":{\"timeoutSeconds\":10800}},\"type\":\"LoadBalancer\"}," \
 	"\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"203.0.113.7\",\"ipMode\":\"VIP\"}," \
 	"{\"hostname\":\"lb.example.com\"}]}}}"
 
@@ -76,7 +77,15 @@ TEST(load_balancer)
 	CHECK(s->nexternal_ips == 1);
 	CHECK_STR(s->external_ips[0], "192.0.2.10");
 	CHECK_STR(s->session_affinity, "ClientIP");
-	CHECK(s->ip_families == 2);
+	CHECK(s->nip_families == 2);
+	CHECK_STR(s->ip_families[0], "IPv4");
+	CHECK_STR(s->ip_families[1], "IPv6");
+	CHECK_STR(s->ip_family_policy, "PreferDualStack");
+	CHECK(s->nselector == 1);
+	CHECK_STR(s->selector[0].key, "app");
+	CHECK_STR(s->selector[0].value, "web");
+	CHECK(s->creation_timestamp == 1795248000);
+	CHECK(s->session_affinity_timeout == 10800);
 	CHECK(s->ningress == 2);
 	CHECK_STR(s->ingress[0].ip, "203.0.113.7");
 	CHECK_STR(s->ingress[0].ip_mode, "VIP");
@@ -102,7 +111,8 @@ TEST(cluster_ip_and_nulls)
 	CHECK(s->load_balancer_class == NULL);
 	CHECK(s->nports == 1 && s->ports[0].target_port == 6443 && s->ports[0].node_port == 0);
 	CHECK(s->ningress == 0 && s->ingress == NULL);
-	CHECK(s->external_traffic_policy == NULL && s->ip_families == 0);
+	CHECK(s->external_traffic_policy == NULL && s->nip_families == 0);
+	CHECK(s->ip_family_policy == NULL && s->nselector == 0 && s->creation_timestamp == 0);
 	store_obj_unref(&s->obj);
 
 	CHECK(t_decode("{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"}}", &s, &e) == 0);
