@@ -30,20 +30,21 @@ import hclabels
 INCLUDED_TRAFFIC = 21990232555520  # 20 TiB, what the API reports today
 
 # id, name, description, country, city, latitude, longitude, network_zone,
-# and the legacy datacenter (id, name) of the pre-2026-07 `datacenter` object
+# and the legacy datacenter (id, name, description) of the pre-2026-07
+# `datacenter` object (served only with legacy_datacenter)
 LOCATIONS = [
     (1, "fsn1", "Falkenstein DC Park 1", "DE", "Falkenstein", 50.47612,
-     12.370071, "eu-central", (4, "fsn1-dc14")),
+     12.370071, "eu-central", (4, "fsn1-dc14", "Falkenstein 1 virtual DC 14")),
     (2, "nbg1", "Nuremberg DC Park 1", "DE", "Nuremberg", 49.452102,
-     11.076665, "eu-central", (2, "nbg1-dc3")),
+     11.076665, "eu-central", (2, "nbg1-dc3", "Nuremberg 1 virtual DC 3")),
     (3, "hel1", "Helsinki DC Park 1", "FI", "Helsinki", 60.169855,
-     24.938379, "eu-central", (3, "hel1-dc2")),
+     24.938379, "eu-central", (3, "hel1-dc2", "Helsinki 1 virtual DC 2")),
     (4, "ash", "Ashburn, VA", "US", "Ashburn, VA", 39.045821, -77.487073,
-     "us-east", (5, "ash-dc1")),
+     "us-east", (5, "ash-dc1", "Ashburn virtual DC 1")),
     (5, "hil", "Hillsboro, OR", "US", "Hillsboro, OR", 45.54222,
-     -122.951924, "us-west", (6, "hil-dc1")),
+     -122.951924, "us-west", (6, "hil-dc1", "Hillsboro virtual DC 1")),
     (6, "sin", "Singapore", "SG", "Singapore", 1.283333, 103.833333,
-     "ap-southeast", (7, "sin-dc1")),
+     "ap-southeast", (7, "sin-dc1", "Singapore virtual DC 1")),
 ]
 
 # id, name, description, cores, memory (GB), disk (GB), cpu_type, architecture
@@ -514,11 +515,9 @@ class State(object):
             "primary_disk_size": st["disk"], "placement_group": None,
         }
         if self.legacy_datacenter:
-            dcid, dcname = self._legacy_dc[s["location"]]
-            num = dcname.rsplit("dc", 1)[1]
+            dcid, dcname, dcdesc = self._legacy_dc[s["location"]]
             out["datacenter"] = {
-                "id": dcid, "name": dcname,
-                "description": "%s virtual DC %s" % (loc["city"], num),
+                "id": dcid, "name": dcname, "description": dcdesc,
                 "location": dict(loc),
                 "server_types": {
                     "supported": [t["id"] for t in self.server_types.values()],
@@ -879,7 +878,8 @@ class State(object):
         hc_in = _field(body, "health_check", dict, field + ".health_check",
                        default={})
         hcp = _field(hc_in, "protocol", str, field + ".health_check.protocol",
-                     default=old_hc.get("protocol", "tcp"),
+                     default=old_hc.get("protocol", "tcp" if protocol == "tcp"
+                                        else "http"),
                      choices=("tcp", "http"))
         hc = {"protocol": hcp,
               "port": _field(hc_in, "port", int, field + ".health_check.port",
@@ -1036,7 +1036,7 @@ class State(object):
                 raise unprocessable("ip_not_owned",
                                     "IP %s is not owned by the project owner"
                                     % ip)
-            if ipaddress.ip_address(ip).is_private:
+            if any(ipaddress.ip_address(ip) in n for n in RFC1918):
                 if not nets:
                     raise unprocessable(
                         "load_balancer_not_attached_to_network",
