@@ -631,6 +631,7 @@ class FakeHcloud(object):
                  "token": bool(auth and auth.strip()),
                  "userAgent": h.headers.get("User-Agent", ""),
                  "fault": None, "action": None, "error": None}
+        logged = False
         try:
             try:
                 raw = self._read_body(h)
@@ -650,15 +651,19 @@ class FakeHcloud(object):
                 if f.delay and self._stop.wait(f.delay):
                     h.close_connection = True
                     return
-                if f.reset:
-                    h.reset()
-                    return
-                if f.close:
-                    h.close_connection = True
-                    try:
-                        h.connection.shutdown(socket.SHUT_RDWR)
-                    except OSError:
-                        pass
+                if f.reset or f.close:
+                    # logged first: a client that sees the connection end
+                    # finds its request in the log
+                    self._append_log(entry)
+                    logged = True
+                    if f.reset:
+                        h.reset()
+                    else:
+                        h.close_connection = True
+                        try:
+                            h.connection.shutdown(socket.SHUT_RDWR)
+                        except OSError:
+                            pass
                     return
                 if f.status:
                     hdrs = self.rate.peek()
@@ -674,6 +679,8 @@ class FakeHcloud(object):
                             "details": None}})
                     entry["status"] = f.status
                     entry["error"] = f.code
+                    self._append_log(entry)
+                    logged = True
                     return h.send_raw(f.status, hdrs, body, f.keep
                                       if f.truncate else None)
             status, hdrs, body = self._serve(h, path, url.query, raw, early,
@@ -682,12 +689,15 @@ class FakeHcloud(object):
             keep = None
             if f is not None and f.truncate:
                 keep = f.keep if f.keep is not None else len(body) // 2
+            self._append_log(entry)
+            logged = True
             h.send_raw(status, hdrs, body, keep)
         except (BrokenPipeError, ConnectionResetError, ssl.SSLError,
                 socket.timeout, OSError):
             h.close_connection = True
         finally:
-            self._append_log(entry)
+            if not logged:
+                self._append_log(entry)
 
     def _serve(self, h, path, query, raw, early, entry):
         ok, hdrs = self.rate.take()

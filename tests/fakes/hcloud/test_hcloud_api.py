@@ -22,7 +22,7 @@ import urllib.request
 import pytest
 
 import fakehcloud
-from conftest import Api
+from hcfixtures import Api, api, hc  # noqa: F401 (fixtures)
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 

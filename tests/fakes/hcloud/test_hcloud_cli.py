@@ -13,6 +13,7 @@ import subprocess
 import pytest
 
 import fakehcloud
+from hcfixtures import hc  # noqa: F401 (fixture)
 
 HCLOUD = shutil.which("hcloud")
 pytestmark = pytest.mark.skipif(HCLOUD is None,

@@ -1,4 +1,11 @@
-"""Fixtures for the fake Hetzner Cloud API's own tests."""
+"""Fixtures and a small client for the fake Hetzner Cloud API's own tests.
+
+Not a conftest.py: when tests/fakes is collected as a whole, a second
+rootless conftest module would replace tests/fakes/conftest.py, which the
+apiserver tests import from.  The test modules import the fixtures:
+
+    from hcfixtures import Api, api, hc  # noqa: F401 (fixtures)
+"""
 
 import http.client
 import json
