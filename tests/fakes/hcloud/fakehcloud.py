@@ -443,6 +443,11 @@ class FakeHcloud(object):
     def add_robot_ip(self, ip):
         self.state.add_robot_ip(ip)
 
+    def set_load_balancer_type(self, name, **fields):
+        """Change (or add) a load balancer type: max_targets, max_services,
+        ...; returns it."""
+        return self.state.set_lb_type(name, **fields)
+
     def set_target_health(self, load_balancer, listen_port, status,
                           server=None, ip=None):
         self.state.set_target_health(load_balancer, listen_port, status,
@@ -450,13 +455,16 @@ class FakeHcloud(object):
 
     def seed(self, doc):
         """Create {"servers": [add_server kwargs], "networks": [...],
-        "load_balancers": [...], "robot_ips": [...]} (networks first)."""
+        "load_balancers": [...], "robot_ips": [...], "load_balancer_types":
+        {name: fields}} (networks first, load balancers last)."""
         for n in doc.get("networks", []):
             self.add_network(**n)
         for s in doc.get("servers", []):
             self.add_server(**s)
         for ip in doc.get("robot_ips", []):
             self.add_robot_ip(ip)
+        for name, fields in doc.get("load_balancer_types", {}).items():
+            self.set_load_balancer_type(name, **fields)
         for lb in doc.get("load_balancers", []):
             self.add_load_balancer(**lb)
 
@@ -1018,6 +1026,8 @@ class FakeHcloud(object):
             return 201, self.add_network(**a)
         if p == "/load_balancers" and m == "POST":
             return 201, self.add_load_balancer(**a)
+        if p.startswith("/load_balancer_types/") and m == "PATCH":
+            return 200, self.set_load_balancer_type(p.split("/")[2], **a)
         if p == "/robot-ips" and m == "POST":
             self.add_robot_ip(a["ip"])
             return 201, {}

@@ -947,11 +947,10 @@ class State(object):
         return svc
 
     def _add_service_check(self, lb, svc, pending):
-        ports = [s["listen_port"] for s in lb["services"] + pending]
-        if svc["listen_port"] in ports:
+        used = _ports(lb["services"] + pending) & _ports([svc])
+        if used:
             raise ApiError(412, "source_port_already_used",
-                           "source port %d is already used"
-                           % svc["listen_port"])
+                           "source port %d is already used" % min(used))
         limit = self.lb_types[lb["type"]]["max_services"]
         if len(lb["services"]) + len(pending) >= limit:
             raise limit_exceeded(
@@ -1242,6 +1241,11 @@ class State(object):
     def _lba_update_service(self, lb, body):
         old = self._find_service(lb, body)
         new = self._service(body, "service", existing=old)
+        used = _ports([x for x in lb["services"] if x is not old]) & \
+            _ports([new])
+        if used:
+            raise unprocessable("source_port_already_used",
+                                "source port %d is already used" % min(used))
 
         def apply():
             if old in lb["services"]:
@@ -1367,6 +1371,25 @@ class State(object):
 
     # -- other read-only resources -----------------------------------------
 
+    def set_lb_type(self, name, **fields):
+        """Change a load balancer type (e.g. max_targets=2 for a quick limit
+        test) or add one: id, description, max_connections, max_services,
+        max_targets, max_assigned_certificates, deprecated."""
+        with self.lock:
+            t = self.lb_types.get(name)
+            if t is None:
+                t = {"id": max(x["id"] for x in self.lb_types.values()) + 1,
+                     "name": name, "description": name.upper(),
+                     "max_connections": 10000, "max_services": 5,
+                     "max_targets": 25, "max_assigned_certificates": 10,
+                     "deprecated": None, "prices": []}
+                self.lb_types[name] = t
+            for k, v in fields.items():
+                if k not in t or k == "name":
+                    raise ValueError("cannot set %r" % k)
+                t[k] = v
+            return copy.deepcopy(t)
+
     def list_locations(self, name=None):
         return [dict(loc) for loc in sorted(self.locations.values(),
                                             key=lambda x: x["id"])
@@ -1384,6 +1407,18 @@ class State(object):
 
 
 _KEEP = object()
+
+
+def _ports(services):
+    """Source ports the services take: their listen ports, and 80 for an
+    https service that redirects HTTP (its redirect listens there)."""
+    out = set()
+    for svc in services:
+        out.add(svc["listen_port"])
+        if svc["protocol"] == "https" and (svc.get("http") or {}).get(
+                "redirect_http"):
+            out.add(80)
+    return out
 
 
 def _same_target(a, b):

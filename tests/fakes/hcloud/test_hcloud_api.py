@@ -531,6 +531,40 @@ def test_source_port_already_used_is_412(api):
         (412, "source_port_already_used")
 
 
+def test_https_redirect_takes_port_80(hc, api):
+    lb = _lb(api)
+    p = "load_balancers/%d/actions/" % lb["id"]
+    api.action("POST", p + "add_service", {
+        "protocol": "https", "http": {"certificates": [1],
+                                      "redirect_http": True}})
+    assert api.error("POST", p + "add_service", {
+        "protocol": "tcp", "listen_port": 80, "destination_port": 1}) == \
+        (412, "source_port_already_used")
+    api.action("POST", p + "update_service", {
+        "listen_port": 443, "http": {"redirect_http": False}})
+    api.action("POST", p + "add_service", {
+        "protocol": "tcp", "listen_port": 80, "destination_port": 1})
+    # turning the redirect on again would take port 80: 422 on update
+    assert api.error("POST", p + "update_service", {
+        "listen_port": 443, "http": {"redirect_http": True}}) == \
+        (422, "source_port_already_used")
+
+
+def test_load_balancer_types_can_be_changed(hc, api):
+    hc.set_load_balancer_type("lb11", max_targets=1)
+    hc.add_robot_ip("192.0.2.1")
+    hc.add_robot_ip("192.0.2.2")
+    lb = _lb(api)
+    assert lb["load_balancer_type"]["max_targets"] == 1
+    p = "load_balancers/%d/actions/add_target" % lb["id"]
+    api.action("POST", p, {"type": "ip", "ip": {"ip": "192.0.2.1"}})
+    assert api.error("POST", p, {"type": "ip", "ip": {"ip": "192.0.2.2"}}) \
+        == (403, "resource_limit_exceeded")
+    t = hc.set_load_balancer_type("lb-tiny", max_services=0)
+    assert api.ok("GET", "load_balancer_types/%d" % t["id"])[
+        "load_balancer_type"]["name"] == "lb-tiny"
+
+
 def test_service_defaults_and_validation(api):
     lb = _lb(api)
     p = "load_balancers/%d/actions/add_service" % lb["id"]
