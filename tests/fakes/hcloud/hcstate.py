@@ -669,6 +669,9 @@ class State(object):
 
     def _route_change(self, nid, body, add):
         net = self._network(nid)
+        if self._locked_by(("network", nid)):
+            raise ApiError(409, "conflict",
+                           "network %d is being changed, please retry" % nid)
         dest_s = _field(body, "destination", str, required=True)
         gw_s = _field(body, "gateway", str, required=True)
         try:
@@ -676,9 +679,6 @@ class State(object):
         except ValueError:
             raise invalid("destination", "is not a valid IPv4 network")
         gw = _ip(gw_s, "gateway")
-        if self._locked_by(("network", nid)):
-            raise ApiError(409, "conflict",
-                           "network %d is being changed, please retry" % nid)
         key = {"destination": str(dest), "gateway": str(gw)}
         if not add:
             if key not in net["routes"]:

@@ -911,6 +911,7 @@ def test_route_conflict_while_the_network_changes(hc, api):
     assert api.error("POST", p + "delete_route", {
         "destination": "10.244.1.0/24", "gateway": "10.0.0.2"}) == \
         (409, "conflict")
+    assert api.error("POST", p + "add_route", {}) == (409, "conflict")
     hc.finish_action(a["id"])
     api.ok("POST", p + "add_route", {"destination": "10.244.2.0/24",
                                      "gateway": "10.0.0.3"})
