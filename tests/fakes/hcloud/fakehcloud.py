@@ -36,7 +36,7 @@ import hclabels  # noqa: E402
 import hcstate  # noqa: E402
 from hcstate import ApiError  # noqa: E402
 
-DEFAULT_TOKEN = "fake-hcloud-token-" + "0" * 46  # 64 characters, like real ones
+DEFAULT_TOKEN = "fake-hcloud-token-" + "0" * 46  # 64 characters, as real
 MAX_PER_PAGE = 50
 DEFAULT_PER_PAGE = 25
 BODY_LIMIT = 1024 * 1024
@@ -571,7 +571,7 @@ class FakeHcloud(object):
                     return f
         return None
 
-    # -- request log -----------------------------------------------------------
+    # -- request log ----------------------------------------------------------
 
     def request_log(self, since=0):
         """Logged API requests with seq > since, oldest first."""
@@ -604,7 +604,7 @@ class FakeHcloud(object):
                 self._log_fp.write(json.dumps(e, sort_keys=True) + "\n")
                 self._log_fp.flush()
 
-    # -- request handling --------------------------------------------------------
+    # -- request handling -----------------------------------------------------
 
     def _read_body(self, h):
         te = h.headers.get("Transfer-Encoding", "").lower()
@@ -990,7 +990,7 @@ class FakeHcloud(object):
         return self._simple_get("load_balancer_type", "load_balancer_type",
                                 self.state.list_lb_types(), int(g[0]))
 
-    # -- control API -----------------------------------------------------------
+    # -- control API ----------------------------------------------------------
 
     def _control(self, h, path, query):
         try:

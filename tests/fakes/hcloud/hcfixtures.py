@@ -2,9 +2,9 @@
 
 Not a conftest.py: when tests/fakes is collected as a whole, a second
 rootless conftest module would replace tests/fakes/conftest.py, which the
-apiserver tests import from.  The test modules import the fixtures:
+apiserver tests import from.  The test modules load it as a plugin:
 
-    from hcfixtures import Api, api, hc  # noqa: F401 (fixtures)
+    pytest_plugins = ("hcfixtures",)
 """
 
 import http.client

@@ -103,7 +103,8 @@ def invalid(field, msg):
 
 
 def not_found(kind, rid):
-    return ApiError(404, "not_found", "%s with ID '%s' not found" % (kind, rid))
+    return ApiError(404, "not_found",
+                    "%s with ID '%s' not found" % (kind, rid))
 
 
 def unprocessable(code, message):
@@ -448,12 +449,12 @@ class State(object):
             ip = self._alloc_private(net, zone, any_zone=True)
             if ip is None:
                 raise ValueError("network %d has no free address" % nid)
+        mac = pn.get("mac_address") or "86:00:00:%02x:%02x:%02x" % (
+            (s["id"] >> 16) & 0xff, (s["id"] >> 8) & 0xff,
+            (s["id"] + len(s["private_net"])) & 0xff)
         s["private_net"].append({
             "network": nid, "ip": str(ipaddress.IPv4Address(ip)),
-            "alias_ips": list(pn.get("alias_ips", [])),
-            "mac_address": pn.get("mac_address") or "86:00:00:%02x:%02x:%02x" % (
-                (s["id"] >> 16) & 0xff, (s["id"] >> 8) & 0xff,
-                (s["id"] + len(s["private_net"])) & 0xff)})
+            "alias_ips": list(pn.get("alias_ips", [])), "mac_address": mac})
 
     def update_server(self, sid, **changes):
         """Change a seeded server: name, status, labels, location,
@@ -694,8 +695,8 @@ class State(object):
         if not any(dest.subnet_of(p) for p in RFC1918):
             raise invalid("destination", "must be a private (RFC 1918) range")
         if first in dest or PUBLIC_GATEWAY in dest:
-            raise invalid("destination",
-                          "must not contain %s or %s" % (first, PUBLIC_GATEWAY))
+            raise invalid("destination", "must not contain %s or %s"
+                          % (first, PUBLIC_GATEWAY))
         for sn in net["subnets"]:
             if dest.overlaps(ipaddress.IPv4Network(sn["ip_range"])):
                 raise invalid("destination",
@@ -1019,8 +1020,9 @@ class State(object):
                         "server %d has no public IPv4 address" % s["id"])
         elif t["type"] == "label_selector":
             if upi and not nets:
-                raise unprocessable("load_balancer_not_attached_to_network",
-                                    "load balancer is not attached to a network")
+                raise unprocessable(
+                    "load_balancer_not_attached_to_network",
+                    "load balancer is not attached to a network")
             if not upi and not lb["public_enabled"]:
                 raise unprocessable(
                     "load_balancer_public_interface_disabled",

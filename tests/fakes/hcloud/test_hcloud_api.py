@@ -15,14 +15,17 @@ import socket
 import ssl
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.request
 
 import pytest
 
-import fakehcloud
-from hcfixtures import Api, api, hc  # noqa: F401 (fixtures)
+pytest.register_assert_rewrite("hcfixtures")
+
+import fakehcloud  # noqa: E402
+from hcfixtures import Api  # noqa: E402
+
+pytest_plugins = ("hcfixtures",)  # the hc and api fixtures
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -38,7 +41,7 @@ def _lb(api, name="lb1", **kw):
     return api.ok("POST", "load_balancers", body)["load_balancer"]
 
 
-# -- auth and the error envelope -----------------------------------------------
+# -- auth and the error envelope ----------------------------------------------
 
 def test_no_token_is_401_unauthorized(hc):
     api = Api(hc, token="")
@@ -84,7 +87,7 @@ def test_not_found_message(api):
                             "message": "server with ID '99' not found"}
 
 
-# -- rate limiting ---------------------------------------------------------------
+# -- rate limiting ------------------------------------------------------------
 
 def test_rate_limit_headers_on_every_answer(hc, api):
     lb = _lb(api)
@@ -122,7 +125,7 @@ def test_rate_limit_counts_unauthenticated_requests(hc, api):
     assert api.error("GET", "servers") == (429, "rate_limit_exceeded")
 
 
-# -- pagination, filters, sorting ---------------------------------------------------
+# -- pagination, filters, sorting ---------------------------------------------
 
 def _seed_many(hc, n=60):
     for i in range(n):
@@ -227,7 +230,7 @@ def test_sort(hc, api):
     assert api.error("GET", "servers?sort=ipv4")[1] == "invalid_input"
 
 
-# -- servers ---------------------------------------------------------------------
+# -- servers ------------------------------------------------------------------
 
 def test_server_shape_has_location_and_no_datacenter(hc, api):
     n = _net(hc)
@@ -286,7 +289,7 @@ def test_delete_server_returns_an_action(hc, api):
     assert api.get("servers/%d" % s["id"])[0] == 404
 
 
-# -- load balancers: create, list, update, delete ----------------------------------
+# -- load balancers: create, list, update, delete -----------------------------
 
 def test_create_load_balancer_is_201_with_an_action(hc, api):
     st, _, out = api.request("POST", "load_balancers", {
@@ -409,7 +412,7 @@ def test_delete_protection(hc, api):
     assert api.request("DELETE", p)[0] == 204
 
 
-# -- load balancer actions ---------------------------------------------------------
+# -- load balancer actions ----------------------------------------------------
 
 def test_add_and_remove_server_target(hc, api):
     s = hc.add_server(name="node-a")
@@ -718,7 +721,8 @@ def test_public_interface(hc, api):
     assert got["public_net"]["enabled"] is False
     other = hc.add_server(name="b")
     assert api.error("POST", p + "add_target", {"type": "server", "server": {
-        "id": other["id"]}}) == (422, "load_balancer_public_interface_disabled")
+        "id": other["id"]}}) == \
+        (422, "load_balancer_public_interface_disabled")
     api.action("POST", p + "enable_public_interface")
     assert api.ok("GET", "load_balancers/%d" % lb["id"])["load_balancer"][
         "public_net"]["enabled"] is True
@@ -742,7 +746,7 @@ def test_algorithm_and_dns_ptr(api):
     assert api.error("POST", p + "explode") == (404, "not_found")
 
 
-# -- actions -------------------------------------------------------------------
+# -- actions ------------------------------------------------------------------
 
 def test_action_runs_then_applies(hc, api):
     hc.set_action_seconds(0.4)
@@ -846,7 +850,7 @@ def test_action_that_never_finishes(hc, api):
     assert (got["status"], got["error"]["code"]) == ("error", "timeout")
 
 
-# -- networks and routes --------------------------------------------------------------
+# -- networks and routes ------------------------------------------------------
 
 def test_network_shape(hc, api):
     n = _net(hc)
@@ -930,7 +934,7 @@ def test_route_limit_is_100(hc, api):
     assert len(hc.network(n["id"])["routes"]) == 100
 
 
-# -- locations and server types ---------------------------------------------------
+# -- locations and server types -----------------------------------------------
 
 def test_locations_and_server_types(api):
     locs = api.ok("GET", "locations")["locations"]
@@ -945,7 +949,7 @@ def test_locations_and_server_types(api):
     assert api.error("GET", "server_types/1") == (404, "not_found")
 
 
-# -- faults ------------------------------------------------------------------------
+# -- faults -------------------------------------------------------------------
 
 def test_fault_burst_of_5xx(hc, api):
     hc.burst(503, count=3, path="/v1/servers")
@@ -1018,7 +1022,7 @@ def test_control_paths_are_never_faulted_nor_logged(hc, api):
     assert hc.request_log() == []
 
 
-# -- request log ----------------------------------------------------------------
+# -- request log --------------------------------------------------------------
 
 def test_request_log_never_holds_the_token(tmp_path):
     log = tmp_path / "requests.log"
@@ -1045,7 +1049,7 @@ def test_request_log_never_holds_the_token(tmp_path):
     assert len(text.splitlines()) == 3 and secret not in text
 
 
-# -- control API, CLI, TLS ---------------------------------------------------------
+# -- control API, CLI, TLS ----------------------------------------------------
 
 def _ctl(hc, method, path, body=None):
     req = urllib.request.Request(

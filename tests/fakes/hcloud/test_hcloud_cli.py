@@ -13,11 +13,11 @@ import subprocess
 import pytest
 
 import fakehcloud
-from hcfixtures import hc  # noqa: F401 (fixture)
 
 HCLOUD = shutil.which("hcloud")
 pytestmark = pytest.mark.skipif(HCLOUD is None,
                                 reason="hcloud-cli is not installed")
+pytest_plugins = ("hcfixtures",)  # the hc fixture
 
 
 @pytest.fixture

@@ -25,7 +25,8 @@ from hcloud.locations.domain import Location  # noqa: E402
 from hcloud.networks.domain import NetworkRoute  # noqa: E402
 
 import fakehcloud  # noqa: E402
-from hcfixtures import hc  # noqa: F401,E402 (fixture)
+
+pytest_plugins = ("hcfixtures",)  # the hc fixture
 
 
 @pytest.fixture
