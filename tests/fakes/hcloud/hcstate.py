@@ -327,7 +327,8 @@ class State(object):
                 run = self._act[aid]
                 if run["never"] or now < run["start"] + run["seconds"]:
                     continue
-                self._end_action(aid, run["error"])
+                self._end_action(aid, run["error"],
+                                 run["start"] + run["seconds"])
 
     def finish_action(self, aid, error=None):
         """End a running action now: success (applying its change), or an
@@ -339,10 +340,10 @@ class State(object):
                 raise KeyError("action %d is not running" % aid)
             self._end_action(aid, error)
 
-    def _end_action(self, aid, error):
+    def _end_action(self, aid, error, when=None):
         run = self._act.pop(aid)
         a = self.actions[aid]
-        a["finished"] = iso(self.clock())
+        a["finished"] = iso(when if when is not None else self.clock())
         if error is None:
             if run["apply"] is not None:
                 run["apply"]()
