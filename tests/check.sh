@@ -87,8 +87,9 @@ BOOTCCM_DRIVERS="$BUILD/dev/drivers" pytest_suite integration-asan "$BUILD/dev/b
 BOOTCCM_DRIVERS="$BUILD/tsan/drivers" pytest_suite e2e-tsan "$BUILD/tsan/bootccm" \
 	tests/e2e/test_bootstrap.py tests/e2e/test_daemon.py tests/integration/test_node_controller.py \
 	tests/e2e/test_install_e2e.py
-pytest_suite fake-apiserver "$BUILD/bootccm" tests/fakes --ignore=tests/fakes/metadata
+pytest_suite fake-apiserver "$BUILD/bootccm" tests/fakes --ignore=tests/fakes/metadata --ignore=tests/fakes/hcloud
 pytest_suite fake-metadata "$BUILD/bootccm" tests/fakes/metadata
+pytest_suite fake-hcloud "$BUILD/bootccm" tests/fakes/hcloud
 pytest_suite install "$BUILD/bootccm" tests/install
 
 echo
