@@ -15,6 +15,7 @@ struct ipam_pool {
 	char **namespaces;
 	size_t n_namespaces;
 	int auto_assign;
+	uint64_t used[IPAM_FAMILIES];  /* held addresses, each counted once */
 };
 
 /* What the allocator knows of one Service. */
@@ -42,8 +43,15 @@ struct ipam_svc {
 struct ipam_hold {
 	char text[NETADDR_TEXT_MAX];                 /* the map's key */
 	struct netaddr addr;
+	struct ipam_pool *pool;                      /* the pool it is in, or NULL */
 	struct ipam_svc **holders;
 	size_t n, cap;
+};
+
+/* How many served Services ask for one address. */
+struct ipam_req {
+	char text[NETADDR_TEXT_MAX];                 /* the map's key */
+	size_t n;
 };
 
 struct ipam {
@@ -51,6 +59,7 @@ struct ipam {
 	size_t n_pools;
 	struct hmap svcs;    /* key -> struct ipam_svc */
 	struct hmap holds;   /* address text -> struct ipam_hold */
+	struct hmap reqs;    /* address text -> struct ipam_req */
 };
 
 /* --- ranges and pools ---------------------------------------------------- */
@@ -127,12 +136,11 @@ ipam_pool_clear(struct ipam_pool *p)
 }
 
 int
-ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
+ipam_pools_check(const struct ipam_pool_config *pools, size_t n, size_t *ret_bad,
     struct errbuf *e)
 {
-	struct ipam *m;
-
 	for (size_t i = 0; i < n; i++) {
+		*ret_bad = i;
 		if (pools[i].name == NULL || *pools[i].name == '\0')
 			return errbuf_set(e, ERR_INVALID, "pool %zu has no name", i + 1);
 		if (strlen(pools[i].name) >= sizeof(((struct ipam_result *)0)->pools[0]))
@@ -154,6 +162,19 @@ ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
 					    "overlap", pools[j].name, pools[i].name);
 				}
 	}
+	return 0;
+}
+
+int
+ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
+    struct errbuf *e)
+{
+	struct ipam *m;
+	size_t bad;
+	int r;
+
+	if ((r = ipam_pools_check(pools, n, &bad, e)) < 0)
+		return r;
 	m = xcalloc(1, sizeof(*m));
 	m->pools = xcalloc(n, sizeof(*m->pools));
 	m->n_pools = n;
@@ -170,6 +191,7 @@ ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
 	}
 	hmap_init(&m->svcs, 0);
 	hmap_init(&m->holds, 0);
+	hmap_init(&m->reqs, 0);
 	*ret = m;
 	return 0;
 }
@@ -203,6 +225,7 @@ ipam_free(struct ipam *m)
 	if (m == NULL)
 		return;
 	hmap_free(&m->holds, ipam_hold_free);
+	hmap_free(&m->reqs, free);
 	hmap_free(&m->svcs, ipam_svc_free);
 	for (size_t i = 0; i < m->n_pools; i++)
 		ipam_pool_clear(&m->pools[i]);
@@ -211,7 +234,7 @@ ipam_free(struct ipam *m)
 }
 
 /* ipam_pool_of returns the pool holding a, or NULL. */
-static const struct ipam_pool *
+static struct ipam_pool *
 ipam_pool_of(const struct ipam *m, const struct netaddr *a)
 {
 	for (size_t i = 0; i < m->n_pools; i++)
@@ -280,6 +303,8 @@ ipam_hold_add(struct ipam *m, const struct netaddr *a, struct ipam_svc *s)
 		h->addr = *a;
 		netaddr_format(a, h->text);
 		hmap_put(&m->holds, h->text, h);
+		if ((h->pool = ipam_pool_of(m, a)) != NULL)
+			h->pool->used[a->family == 4 ? 0 : 1]++;
 	}
 	if (ipam_holds(h, s))
 		return;
@@ -305,6 +330,8 @@ ipam_hold_drop(struct ipam *m, const struct netaddr *a, struct ipam_svc *s)
 		}
 	if (h->n > 0)
 		return 0;
+	if (h->pool != NULL)
+		h->pool->used[h->addr.family == 4 ? 0 : 1]--;
 	hmap_delete(&m->holds, h->text);
 	ipam_hold_free(h);
 	return 1;
@@ -349,6 +376,30 @@ ipam_rehold(struct ipam *m, struct ipam_svc *s, const struct netaddr *before, si
 }
 
 /* --- observing Services ------------------------------------------------------ */
+
+/* ipam_reqs_count adds delta to the count of each address s asks for, when
+ * s is served (only served Services' requests keep auto-assignment off an
+ * address). */
+static void
+ipam_reqs_count(struct ipam *m, const struct ipam_svc *s, int delta)
+{
+	for (size_t i = 0; s->served && i < s->n_requested; i++) {
+		char text[NETADDR_TEXT_MAX];
+		struct ipam_req *q;
+
+		netaddr_format(&s->requested[i], text);
+		if ((q = hmap_get(&m->reqs, text)) == NULL) {
+			q = xcalloc(1, sizeof(*q));
+			memcpy(q->text, text, sizeof(text));
+			hmap_put(&m->reqs, q->text, q);
+		}
+		q->n += (size_t)delta;  /* -1 wraps back: counts never go below 0 */
+		if (q->n == 0) {
+			hmap_delete(&m->reqs, q->text);
+			free(q);
+		}
+	}
+}
 
 static char *
 ipam_dup(const char *s)
@@ -399,6 +450,8 @@ ipam_observe(struct ipam *m, const char *key, const struct ipam_service *svc)
 
 	if (s != NULL)
 		nb = ipam_svc_addrs(s, before);
+	if (s != NULL)
+		ipam_reqs_count(m, s, -1);
 	if (svc == NULL) {
 		if (s == NULL)
 			return 0;
@@ -415,6 +468,7 @@ ipam_observe(struct ipam *m, const char *key, const struct ipam_service *svc)
 		hmap_put(&m->svcs, s->key, s);
 	}
 	ipam_svc_update(s, svc);
+	ipam_reqs_count(m, s, 1);
 	if (!s->served)
 		s->n_alloc = 0;  /* no longer ours: only its status holds */
 	return ipam_rehold(m, s, before, nb);
@@ -553,19 +607,17 @@ static int
 ipam_requested_by_other(const struct ipam *m, const struct ipam_svc *s,
     const struct netaddr *a)
 {
-	struct hmap_iter it;
-	void *v;
+	char text[NETADDR_TEXT_MAX];
+	const struct ipam_req *q;
+	size_t mine = 0;
 
-	hmap_iter_init(&it, &m->svcs);
-	while (hmap_iter_next(&it, NULL, &v)) {
-		const struct ipam_svc *o = v;
-		if (o == s || !o->served)
-			continue;
-		for (size_t i = 0; i < o->n_requested; i++)
-			if (netaddr_cmp(&o->requested[i], a) == 0)
-				return 1;
-	}
-	return 0;
+	netaddr_format(a, text);
+	if ((q = hmap_get(&m->reqs, text)) == NULL)
+		return 0;
+	for (size_t i = 0; s->served && i < s->n_requested; i++)
+		if (netaddr_cmp(&s->requested[i], a) == 0)
+			mine++;
+	return q->n > mine;
 }
 
 static const char *
@@ -658,7 +710,7 @@ ipam_choose_auto(const struct ipam *m, const struct ipam_svc *s, int family,
 			while (hmap_iter_next(&it, NULL, &v)) {
 				const struct ipam_hold *h = v;
 				struct errbuf ignored;
-				if (h->addr.family != family || ipam_pool_of(m, &h->addr) != p ||
+				if (h->addr.family != family || h->pool != p ||
 				    ipam_may_hold(m, s, &h->addr, 0, &ignored) < 0)
 					continue;
 				if (best == NULL || netaddr_cmp(&h->addr, best) < 0)
@@ -772,24 +824,35 @@ ipam_pool_usage(const struct ipam *m, size_t pool, const char **ret_name,
     uint64_t used[IPAM_FAMILIES], uint64_t size[IPAM_FAMILIES])
 {
 	const struct ipam_pool *p;
-	struct hmap_iter it;
-	void *v;
 
 	if (pool >= m->n_pools)
 		return ERR_NOT_FOUND;
 	p = &m->pools[pool];
-	used[0] = used[1] = size[0] = size[1] = 0;
+	size[0] = size[1] = 0;
 	for (size_t i = 0; i < p->n_ranges; i++) {
 		int f = p->ranges[i].first.family == 4 ? 0 : 1;
 		uint64_t d = netaddr_distance(&p->ranges[i].first, &p->ranges[i].last);
 		size[f] = size[f] > UINT64_MAX - d ? UINT64_MAX : size[f] + d;
 	}
-	hmap_iter_init(&it, &m->holds);
-	while (hmap_iter_next(&it, NULL, &v)) {
-		const struct ipam_hold *h = v;
-		if (ipam_pool_of(m, &h->addr) == p)
-			used[h->addr.family == 4 ? 0 : 1]++;
-	}
+	used[0] = p->used[0];
+	used[1] = p->used[1];
 	*ret_name = p->name;
 	return 0;
+}
+
+int
+ipam_allocation(const struct ipam *m, const char *key, struct ipam_result *ret)
+{
+	const struct ipam_svc *s = hmap_get(&m->svcs, key);
+
+	if (s == NULL || s->n_alloc == 0)
+		return 0;
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < s->n_alloc; i++) {
+		const struct ipam_pool *p = ipam_pool_of(m, &s->alloc[i]);
+		netaddr_format(&s->alloc[i], ret->addresses[i]);
+		snprintf(ret->pools[i], sizeof(ret->pools[i]), "%s", p ? p->name : "");
+	}
+	ret->n = s->n_alloc;
+	return 1;
 }
