@@ -840,6 +840,17 @@ ipam_pool_usage(const struct ipam *m, size_t pool, const char **ret_name,
 	return 0;
 }
 
+const char *
+ipam_pool_named_of(const struct ipam *m, const char *addr)
+{
+	const struct ipam_pool *p;
+	struct netaddr a;
+
+	if (netaddr_parse(addr, &a) < 0 || (p = ipam_pool_of(m, &a)) == NULL)
+		return NULL;
+	return p->name;
+}
+
 int
 ipam_allocation(const struct ipam *m, const char *key, struct ipam_result *ret)
 {

@@ -118,6 +118,10 @@ size_t ipam_release(struct ipam *m, const char *key);
  * (changed 0), or 0 when it has none (ret untouched). */
 int ipam_allocation(const struct ipam *m, const char *key, struct ipam_result *ret);
 
+/* ipam_pool_named_of returns the name of the pool holding the address
+ * text addr, or NULL (no pool, or not an address). */
+const char *ipam_pool_named_of(const struct ipam *m, const char *addr);
+
 /* ipam_pool_usage reports a pool's addresses per family: used (an address
  * shared by several Services counts once) and the pool's size (saturated at
  * UINT64_MAX). O(ranges of the pool). Returns 0, or ERR_NOT_FOUND past the
