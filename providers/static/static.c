@@ -289,10 +289,12 @@ static int
 static_health(void *state, struct errbuf *e)
 {
 	struct static_state *st = state;
+	struct errbuf he;
+	int r;
 
-	if (st->inv == NULL)
+	if (st->inv == NULL || (r = inventory_watch_health(st->inv, &he)) == 0)
 		return 0;
-	return inventory_watch_health(st->inv, e);
+	return errbuf_set(e, r, "%s (the last good inventory stays in force)", he.msg);
 }
 
 /* --- instances -------------------------------------------------------------------- */
@@ -354,6 +356,31 @@ static_shutdown(void *state, const struct cloud_node *node, int *ret_shutdown,
 	return r;
 }
 
+/* static_inventory_metadata answers from an inventory entry; one without
+ * addresses takes those its kubelet reported (--node-ip), so an inventory
+ * may hold only the topology. */
+static int
+static_inventory_metadata(const struct inventory_instance *in, const struct cloud_node *node,
+    struct cloud_instance_metadata *m, struct errbuf *e)
+{
+	struct cloud_instance_metadata *k;
+	int r = 0;
+
+	inventory_metadata(in, m);
+	if (m->n_addresses > 0)
+		return 0;
+	k = xcalloc(1, sizeof(*k));
+	r = metadata_kubelet_reported(node, k, e);
+	if (r == 0) {
+		memcpy(m->addresses, k->addresses, k->n_addresses * sizeof(k->addresses[0]));
+		m->n_addresses = k->n_addresses;
+	} else if (r == ERR_PERMANENT) {
+		r = 0;  /* it reported nothing: the node controller says what is missing */
+	}
+	free(k);
+	return r;
+}
+
 static int
 static_metadata(void *state, const struct cloud_node *node,
     struct cloud_instance_metadata *ret, struct errbuf *e)
@@ -369,7 +396,7 @@ static_metadata(void *state, const struct cloud_node *node,
 	/* struct cloud_instance_metadata is some 15 KB: off the worker's stack */
 	m = xcalloc(1, sizeof(*m));
 	if ((in = static_find(st, node, &inv)) != NULL)
-		inventory_metadata(in, m);
+		r = static_inventory_metadata(in, node, m, e);
 	else if (st->authoritative)
 		r = static_absent(st, node, "exists", e);
 	else

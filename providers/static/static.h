@@ -16,7 +16,8 @@
  * Faults are refused at init with FILE:LINE:COL (overlapping pools name both).
  *
  * Instances: an inventory node answers from its entry (source
- * CLOUD_SOURCE_INVENTORY); the inventory is re-read when it changes (at most
+ * CLOUD_SOURCE_INVENTORY; an entry without addresses takes those its kubelet
+ * reported with --node-ip); the inventory is re-read when it changes (at most
  * one look per STATIC_INVENTORY_INTERVAL_NS) and a broken file keeps the last
  * good one in force, reported by health. A node absent from the inventory:
  * with authoritative, ERR_NOT_FOUND (the provider is CLOUD_DEFINITIVE);

@@ -206,6 +206,25 @@ TEST(instances_from_the_inventory)
 	CHECK_STR(m.labels[0].key, "example.com/pool");
 	CHECK(static_provider.instances->metadata(st, &w2, &m, &e) == 0);
 	CHECK_STR(m.provider_id, "static://worker-2");
+	CHECK(m.n_addresses == 0);
+	/* an entry without addresses takes those its kubelet reported */
+	static const struct cloud_kv ip[] = { { CLOUD_PROVIDED_NODE_IP, "10.0.0.12,fd00::12" } };
+	w2.annotations = ip;
+	w2.n_annotations = 1;
+	CHECK(static_provider.instances->metadata(st, &w2, &m, &e) == 0);
+	CHECK_STR(m.source, CLOUD_SOURCE_INVENTORY);
+	CHECK(m.n_addresses == 2 && m.addresses[1].type == CLOUD_ADDR_INTERNAL_IP);
+	CHECK_STR(m.addresses[1].address, "fd00::12");
+	static const struct cloud_kv bad[] = { { CLOUD_PROVIDED_NODE_IP, "10.0.0.300" } };
+	w2.annotations = bad;
+	CHECK(static_provider.instances->metadata(st, &w2, &m, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "node w2.example: annotation alpha.kubernetes.io/provided-node-ip");
+	/* ... but one with addresses keeps its own */
+	w1.annotations = ip;
+	w1.n_annotations = 1;
+	CHECK(static_provider.instances->metadata(st, &w1, &m, &e) == 0);
+	CHECK(m.n_addresses == 1);
+	CHECK_STR(m.addresses[0].address, "10.0.0.11");
 	static_provider.free(st);
 }
 
