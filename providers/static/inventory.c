@@ -13,6 +13,7 @@
 #include "hmap.h"
 #include "labelsel.h"
 #include "netaddr.h"
+#include "readfile.h"
 #include "xalloc.h"
 #include "../metadata/metadata.h"
 
@@ -204,21 +205,36 @@ inventory_free(struct inventory *inv)
 }
 
 int
-inventory_load(const char *path, struct inventory **ret, struct errbuf *e)
+inventory_parse(const char *buf, size_t len, const char *name, struct inventory **ret,
+    struct errbuf *e)
 {
 	struct inventory *inv = xcalloc(1, sizeof(*inv));
 	int r;
 
 	hmap_init(&inv->by_name, 0);
 	hmap_init(&inv->by_id, 0);
-	if ((r = cloudconfig_load(path, inventory_schema, &inv->f, sizeof(inv->f), e)) < 0 ||
-	    (r = inventory_index(inv, path, e)) < 0) {
+	if ((r = cloudconfig_parse(buf, len, name, inventory_schema, &inv->f, sizeof(inv->f),
+	    e)) < 0 || (r = inventory_index(inv, name, e)) < 0) {
 		inventory_free(inv);
 		return r;
 	}
 	inv->refs = 1;
 	*ret = inv;
 	return 0;
+}
+
+int
+inventory_load(const char *path, struct inventory **ret, struct errbuf *e)
+{
+	char *buf;
+	size_t len;
+	int r;
+
+	if ((r = readfile(path, CLOUDCONFIG_FILE_MAX, READFILE_REGULAR, &buf, &len, e)) < 0)
+		return r;
+	r = inventory_parse(buf, len, path, ret, e);
+	readfile_free(buf, len);
+	return r;
 }
 
 struct inventory *

@@ -51,7 +51,13 @@ struct inventory_instance {
 
 struct inventory;
 
-/* inventory_load reads and checks the file at path. */
+/* inventory_parse checks len bytes of buf (name in messages) and returns
+ * the inventory they hold, with one reference. */
+int inventory_parse(const char *buf, size_t len, const char *name, struct inventory **ret,
+    struct errbuf *e);
+
+/* inventory_load is inventory_parse on the file at path, a regular file of
+ * at most CLOUDCONFIG_FILE_MAX bytes. */
 int inventory_load(const char *path, struct inventory **ret, struct errbuf *e);
 
 /* inventory_ref takes one more reference; inventory_unref drops one and

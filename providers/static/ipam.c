@@ -135,10 +135,60 @@ ipam_pool_clear(struct ipam_pool *p)
 	free(p->namespaces);
 }
 
+/* A pool's range, for the overlap check. */
+struct ipam_rref {
+	const struct ipam_range *r;
+	size_t pool;
+};
+
+static int
+ipam_rref_cmp(const void *a, const void *b)
+{
+	const struct ipam_rref *x = a, *y = b;
+	int c = netaddr_cmp(&x->r->first, &y->r->first);
+
+	if (c != 0)
+		return c;
+	return x->pool < y->pool ? -1 : x->pool > y->pool;
+}
+
+/* ipam_overlaps finds two overlapping ranges among all the pools' in
+ * O(n log n): sorted by first address, a range overlaps an earlier one iff
+ * it starts at or before the furthest end seen so far in its family. */
+static int
+ipam_overlaps(const struct ipam_pool_config *pools, size_t n, size_t *ret_a, size_t *ret_b)
+{
+	struct ipam_rref *v, *far = NULL;
+	size_t k = 0, total = 0;
+	int found = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += pools[i].n_ranges;
+	v = xcalloc(total ? total : 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < pools[i].n_ranges; j++)
+			v[k++] = (struct ipam_rref){ &pools[i].ranges[j], i };
+	qsort(v, total, sizeof(*v), ipam_rref_cmp);
+	for (k = 0; k < total && !found; k++) {
+		if (far != NULL && ipam_ranges_overlap(far->r, v[k].r)) {
+			*ret_a = far->pool < v[k].pool ? far->pool : v[k].pool;
+			*ret_b = far->pool < v[k].pool ? v[k].pool : far->pool;
+			found = 1;
+		} else if (far == NULL || far->r->first.family != v[k].r->first.family ||
+		    netaddr_cmp(&v[k].r->last, &far->r->last) > 0) {
+			far = &v[k];
+		}
+	}
+	free(v);
+	return found;
+}
+
 int
 ipam_pools_check(const struct ipam_pool_config *pools, size_t n, size_t *ret_bad,
     struct errbuf *e)
 {
+	size_t a, b;
+
 	for (size_t i = 0; i < n; i++) {
 		*ret_bad = i;
 		if (pools[i].name == NULL || *pools[i].name == '\0')
@@ -150,17 +200,14 @@ ipam_pools_check(const struct ipam_pool_config *pools, size_t n, size_t *ret_bad
 			if (strcmp(pools[i].name, pools[j].name) == 0)
 				return errbuf_set(e, ERR_INVALID, "two pools are named \"%s\"",
 				    pools[i].name);
-		for (size_t a = 0; a < pools[i].n_ranges; a++)
-			for (size_t j = 0; j <= i; j++)
-				for (size_t b = 0; b < (j == i ? a : pools[j].n_ranges); b++) {
-					if (!ipam_ranges_overlap(&pools[i].ranges[a], &pools[j].ranges[b]))
-						continue;
-					if (j == i)
-						return errbuf_set(e, ERR_INVALID, "pool \"%s\" lists "
-						    "overlapping addresses", pools[i].name);
-					return errbuf_set(e, ERR_INVALID, "pools \"%s\" and \"%s\" "
-					    "overlap", pools[j].name, pools[i].name);
-				}
+	}
+	if (ipam_overlaps(pools, n, &a, &b)) {
+		*ret_bad = b;
+		if (a == b)
+			return errbuf_set(e, ERR_INVALID, "pool \"%s\" lists overlapping addresses",
+			    pools[a].name);
+		return errbuf_set(e, ERR_INVALID, "pools \"%s\" and \"%s\" overlap",
+		    pools[a].name, pools[b].name);
 	}
 	return 0;
 }

@@ -52,7 +52,7 @@
 #define STATIC_INVENTORY_INTERVAL_NS (1 * NS_PER_S) /* the inventory file's stat, at most */
 #define STATIC_POOL_NAME_MAX 63         /* bytes of a pool's name (a metric label) */
 #define STATIC_POOLS_MAX 256            /* pools in the cloud-config */
-#define STATIC_POOL_ENTRIES_MAX 1024    /* CIDRs and ranges of one pool */
+#define STATIC_POOL_ENTRIES_MAX 256     /* CIDRs and ranges of one pool */
 
 extern const struct cloud_provider static_provider;
 

@@ -502,6 +502,41 @@ TEST(pools_check_names_the_pool_at_fault)
 	CHECK(ipam_pools_check(p, 2, &bad, &e) == ERR_INVALID);
 	CHECK(bad == 1);
 	CHECK_STR(e.msg, "pool 2 has no name");
+	/* within one pool; and ::c000:200 is no IPv4 address */
+	struct ipam_range d[3] = { rng("::c000:200/120"), rng("10.0.0.0/24"),
+	    rng("10.0.0.200-10.0.1.5") };
+	struct ipam_pool_config q[2] = { { "a", a, 1, NULL, 0, 1 }, { "d", d, 2, NULL, 0, 1 } };
+	CHECK(ipam_pools_check(q, 2, &bad, &e) == 0);
+	q[1].n_ranges = 3;
+	CHECK(ipam_pools_check(q, 2, &bad, &e) == ERR_INVALID);
+	CHECK(bad == 1);
+	CHECK_STR(e.msg, "pool \"d\" lists overlapping addresses");
+}
+
+/* Many ranges are checked for overlap by sorting, not pairwise: 64 pools
+ * of 256 disjoint /32s each, then one more range that touches the last. */
+TEST(pools_check_many_ranges)
+{
+	static struct ipam_range r[64][256];
+	static char names[64][8];
+	struct ipam_pool_config p[64];
+	struct errbuf e;
+	size_t bad = 0;
+
+	for (int i = 0; i < 64; i++) {
+		snprintf(names[i], sizeof(names[i]), "p%d", i);
+		for (int j = 0; j < 256; j++) {
+			char a[32];
+			snprintf(a, sizeof(a), "10.%d.%d.%d/32", i, j, (i * 7 + j) % 256);
+			r[i][j] = rng(a);
+		}
+		p[i] = (struct ipam_pool_config){ names[i], r[i], 256, NULL, 0, 1 };
+	}
+	CHECK(ipam_pools_check(p, 64, &bad, &e) == 0);
+	r[63][255] = rng("10.0.3.0-10.0.3.255");  /* covers p0's 10.0.3.x */
+	CHECK(ipam_pools_check(p, 64, &bad, &e) == ERR_INVALID);
+	CHECK(bad == 63);
+	CHECK_STR(e.msg, "pools \"p0\" and \"p63\" overlap");
 }
 
 /* The usage counts follow every change: allocations, statuses, releases,

@@ -191,7 +191,14 @@ TEST(caps_on_labels_addresses_and_the_file)
 	CHECK_CONTAINS(e.msg, ":4:7: more than 32 items in instances[0]");
 	CHECK(inventory_load("/nonexistent/inventory.yaml", &inv, &e) == ERR_IO);
 	CHECK_STR(e.msg, "/nonexistent/inventory.yaml: No such file or directory");
+	CHECK(inventory_load(dir, &inv, &e) == ERR_IO);
+	CHECK_CONTAINS(e.msg, "not a regular file");
 	CHECK(inv == NULL);
+	/* past the cloud-config's cap */
+	static char big[CLOUDCONFIG_FILE_MAX + 64];
+	memset(big, '#', sizeof(big) - 1);
+	CHECK(load(big, &inv, &e) == ERR_TOO_LARGE);
+	CHECK_CONTAINS(e.msg, "larger than");
 }
 
 static const char one[] = "instances:\n  - name: one\n    zone: z1\n";
