@@ -16,6 +16,10 @@ struct ipam_pool {
 	size_t n_namespaces;
 	int auto_assign;
 	uint64_t used[IPAM_FAMILIES];  /* held addresses, each counted once */
+	/* per range: every address from its first up to (not including)
+	 * first + hint is held or asked for, so automatic assignment starts
+	 * there; lowered when one of them is freed (ipam_hint_lower) */
+	uint64_t *hint;
 };
 
 /* What the allocator knows of one Service. */
@@ -130,6 +134,7 @@ ipam_pool_clear(struct ipam_pool *p)
 {
 	free(p->name);
 	free(p->ranges);
+	free(p->hint);
 	for (size_t i = 0; i < p->n_namespaces; i++)
 		free(p->namespaces[i]);
 	free(p->namespaces);
@@ -230,6 +235,7 @@ ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
 		p->name = xstrdup(pools[i].name);
 		p->ranges = xmemdup(pools[i].ranges, pools[i].n_ranges * sizeof(*p->ranges));
 		p->n_ranges = pools[i].n_ranges;
+		p->hint = xcalloc(p->n_ranges ? p->n_ranges : 1, sizeof(*p->hint));
 		p->namespaces = xcalloc(pools[i].n_namespaces, sizeof(*p->namespaces));
 		for (size_t j = 0; j < pools[i].n_namespaces; j++)
 			p->namespaces[j] = xstrdup(pools[i].namespaces[j]);
@@ -320,6 +326,24 @@ ipam_pool_has_family(const struct ipam_pool *p, int family)
 	return 0;
 }
 
+/* ipam_hint_lower notes that a may have become free for automatic
+ * assignment: its range's search starts no later than a. */
+static void
+ipam_hint_lower(struct ipam *m, const struct netaddr *a)
+{
+	for (size_t i = 0; i < m->n_pools; i++)
+		for (size_t j = 0; j < m->pools[i].n_ranges; j++) {
+			const struct ipam_range *r = &m->pools[i].ranges[j];
+			uint64_t off;
+			if (!ipam_range_contains(r, a))
+				continue;
+			off = netaddr_distance(&r->first, a) - 1;
+			if (off < m->pools[i].hint[j])
+				m->pools[i].hint[j] = off;
+			return;
+		}
+}
+
 /* --- holdings ---------------------------------------------------------------- */
 
 static struct ipam_hold *
@@ -377,8 +401,10 @@ ipam_hold_drop(struct ipam *m, const struct netaddr *a, struct ipam_svc *s)
 		}
 	if (h->n > 0)
 		return 0;
-	if (h->pool != NULL)
+	if (h->pool != NULL) {
 		h->pool->used[h->addr.family == 4 ? 0 : 1]--;
+		ipam_hint_lower(m, &h->addr);
+	}
 	hmap_delete(&m->holds, h->text);
 	ipam_hold_free(h);
 	return 1;
@@ -444,6 +470,7 @@ ipam_reqs_count(struct ipam *m, const struct ipam_svc *s, int delta)
 		if (q->n == 0) {
 			hmap_delete(&m->reqs, q->text);
 			free(q);
+			ipam_hint_lower(m, &s->requested[i]);
 		}
 	}
 }
@@ -722,7 +749,7 @@ ipam_keep(const struct ipam *m, const struct ipam_svc *s, const struct netaddr *
  * one a compatible Service with its sharing key holds, else the first free
  * one, pools in their configured order. */
 static int
-ipam_choose_auto(const struct ipam *m, const struct ipam_svc *s, int family,
+ipam_choose_auto(struct ipam *m, const struct ipam_svc *s, int family,
     struct netaddr *ret, struct errbuf *e)
 {
 	struct netaddr mine[IPAM_HELD_MAX + IPAM_FAMILIES];
@@ -770,24 +797,33 @@ ipam_choose_auto(const struct ipam *m, const struct ipam_svc *s, int family,
 		}
 	}
 	for (size_t pi = 0; pi < m->n_pools; pi++) {
-		const struct ipam_pool *p = &m->pools[pi];
+		struct ipam_pool *p = &m->pools[pi];
 		if (!ipam_pool_usable(s, p, 0))
 			continue;
 		for (size_t ri = 0; ri < p->n_ranges; ri++) {
 			const struct ipam_range *r = &p->ranges[ri];
 			struct netaddr a = r->first;
+			uint64_t off = p->hint[ri];
 			if (a.family != family)
 				continue;
 			candidates++;
-			/* each step past the first skips a held or requested address,
-			 * so this ends within (holdings + requests + 1) steps */
+			if (netaddr_add(&a, off) < 0 || netaddr_cmp(&a, &r->last) > 0)
+				continue;  /* every address of the range is taken */
+			/* s asks for no address (or it would not be here), so "asked
+			 * for by another" is "asked for": what the hint skips. Each
+			 * step skips a held or asked-for address, and the hint keeps
+			 * them from being walked again. */
 			for (;;) {
 				if (ipam_hold_get(m, &a) == NULL && !ipam_requested_by_other(m, s, &a)) {
+					p->hint[ri] = off;
 					*ret = a;
 					return 0;
 				}
-				if (netaddr_cmp(&a, &r->last) >= 0 || netaddr_add(&a, 1) < 0)
+				if (netaddr_cmp(&a, &r->last) >= 0 || netaddr_add(&a, 1) < 0) {
+					p->hint[ri] = off + 1;
 					break;
+				}
+				off++;
 			}
 		}
 	}

@@ -615,4 +615,48 @@ TEST(requests_keep_auto_assignment_off_until_withdrawn)
 	ipam_free(m);
 }
 
+/* Automatic assignment remembers how far each range is taken, and a freed
+ * address (a Service gone, a request withdrawn) is found again first. */
+TEST(freed_addresses_are_found_again_first)
+{
+	static const char *entries[] = { "192.0.2.0/29", "198.51.100.7/32" };
+	struct ipam *m = one_pool(entries, 2);
+	static struct tsvc s[10];
+	static char keys[10][16];
+	struct ipam_result r;
+	struct errbuf e;
+
+	for (int i = 0; i < 10; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "ns/s%d", i);
+		tsvc_init(&s[i], keys[i], i);
+	}
+	for (int i = 0; i < 7; i++) {
+		char want[NETADDR_TEXT_MAX];
+		snprintf(want, sizeof(want), i < 6 ? "192.0.2.%d" : "198.51.100.7", i + 1);
+		CHECK(ipam_assign(m, &s[i].s, &r, &e) == 0);
+		CHECK_STR(r.addresses[0], want);
+	}
+	CHECK(ipam_assign(m, &s[7].s, &r, &e) == ERR_UNAVAILABLE);
+	CHECK(ipam_observe(m, keys[2], NULL) == 1);
+	CHECK(ipam_assign(m, &s[7].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.3");
+	CHECK(ipam_observe(m, keys[6], NULL) == 1);   /* the second range's only one */
+	CHECK(ipam_observe(m, keys[0], NULL) == 1);
+	CHECK(ipam_assign(m, &s[8].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.1");
+	CHECK(ipam_assign(m, &s[9].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "198.51.100.7");
+	/* an address a Service moves away from is found again */
+	CHECK(ipam_observe(m, keys[4], NULL) == 1);    /* .5 free */
+	s[1].req[0] = "192.0.2.5";                    /* s1 asks to move from .2 to .5 */
+	s[1].s.n_requested = 1;
+	CHECK(ipam_assign(m, &s[1].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.5");
+	tsvc_init(&s[4], keys[4], 4);
+	CHECK(ipam_assign(m, &s[4].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.2");
+	CHECK(ipam_assign(m, &s[0].s, &r, &e) == ERR_UNAVAILABLE);
+	ipam_free(m);
+}
+
 TEST_MAIN()
