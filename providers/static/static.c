@@ -320,8 +320,9 @@ static_absent(const struct static_state *st, const struct cloud_node *node, cons
 	if (st->authoritative)
 		return errbuf_set(e, ERR_NOT_FOUND, "node %s: not in the inventory %s, which is "
 		    "authoritative", node->name, st->inventory_path);
-	return errbuf_set(e, ERR_NOT_IMPLEMENTED, "node %s: not in the inventory: the static "
-	    "provider cannot tell whether its instance %s", node->name, what);
+	return errbuf_set(e, ERR_NOT_IMPLEMENTED, "node %s: %s: the static provider cannot tell "
+	    "whether its instance %s", node->name, st->inv ? "not in the inventory" :
+	    "no inventory", what);
 }
 
 static int
@@ -645,6 +646,15 @@ static_verify(void *state, const char *cluster, const struct cloud_service *cons
 }
 
 static int
+static_shows_ip(const struct cloud_service *svc)
+{
+	for (size_t i = 0; svc->status != NULL && i < svc->status->n_ingress; i++)
+		if (svc->status->ingress[i].ip[0] != '\0')
+			return 1;
+	return 0;
+}
+
+static int
 static_observe(void *state, const char *key, const struct cloud_service *svc)
 {
 	struct static_state *st = state;
@@ -653,6 +663,10 @@ static_observe(void *state, const char *key, const struct cloud_service *svc)
 
 	if (st->ipam == NULL)
 		return 0;
+	/* a Service that is not ours and shows no address holds nothing: the
+	 * allocator need not keep it (most of a cluster's Services) */
+	if (svc != NULL && !svc->served && !static_shows_ip(svc))
+		svc = NULL;
 	if (svc != NULL)
 		(void)lbrequest_build(svc, st->kube_vip, &req, NULL);  /* ensure reports it */
 	pthread_mutex_lock(&st->lock);
