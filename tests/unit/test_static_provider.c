@@ -18,6 +18,7 @@
 #include "err.h"
 #include "harness.h"
 #include "metrics.h"
+#include "netaddr.h"
 
 static char dir[] = "/tmp/test_static_provider.XXXXXX";
 static char cfg_path[sizeof(dir) + 32], inv_path[sizeof(dir) + 32];
@@ -715,6 +716,47 @@ TEST(sharing_and_pools_by_annotation)
 	tsvc_ann(&m, "bootccm.io/pool", "nope");
 	CHECK(ensure(st, &m, &r, &e) == ERR_INVALID);
 	CHECK_STR(e.msg, "service ns/m: requested pool nope does not exist");
+	static_provider.free(st);
+}
+
+/* MetalLB's duplicates when a pool changes: a restart with the pools
+ * shrunk, moved and renamed hands out no address twice and moves no
+ * Service (an address outside every pool stays with its holder). */
+TEST(pool_change_at_restart_duplicates_nothing)
+{
+	static struct tsvc s[5];
+	struct cloud_lb_result r;
+	struct errbuf e;
+	char seen[5][NETADDR_TEXT_MAX];
+	void *st;
+
+	CHECK(start("static:\n  pools:\n    - name: a\n      addresses: [192.0.2.0/29]\n",
+	    &st, &e) == 0);
+	for (int i = 0; i < 4; i++) {
+		char name[8];
+		snprintf(name, sizeof(name), "s%d", i);
+		tsvc_init(&s[i], "ns", name, i);
+		CHECK(ensure(st, &s[i], &r, &e) == 0);
+		tsvc_apply(&s[i], &r);
+		CHECK(observe(st, &s[i]) == 0);
+	}
+	static_provider.free(st);
+	CHECK(start("static:\n  pools:\n    - name: b\n      addresses: [198.51.100.0/30]\n"
+	    "    - name: a2\n      addresses: [192.0.2.2-192.0.2.3]\n", &st, &e) == 0);
+	for (int i = 0; i < 4; i++)
+		CHECK(observe(st, &s[i]) == 0);
+	for (int i = 0; i < 4; i++) {
+		CHECK(ensure(st, &s[i], &r, &e) == 0);
+		CHECK(memcmp(&r.status, &s[i].status, sizeof(r.status)) == 0);
+		snprintf(seen[i], sizeof(seen[i]), "%s", r.status.ingress[0].ip);
+	}
+	tsvc_init(&s[4], "ns", "new", 9);
+	CHECK(ensure(st, &s[4], &r, &e) == 0);
+	snprintf(seen[4], sizeof(seen[4]), "%s", r.status.ingress[0].ip);
+	CHECK_STR(seen[4], "198.51.100.1");
+	for (int i = 0; i < 5; i++)
+		for (int j = 0; j < i; j++)
+			CHECK(strcmp(seen[i], seen[j]) != 0);
 	static_provider.free(st);
 }
 
