@@ -139,7 +139,8 @@ static_show(struct static_state *st)
 
 		if (ipam_pool_usage(st->ipam, i, &name, now.used, now.size) < 0)
 			continue;
-		if (was->valid && memcmp(was, &now, sizeof(now)) == 0)
+		if (was->valid && memcmp(was->used, now.used, sizeof(now.used)) == 0 &&
+		    memcmp(was->size, now.size, sizeof(now.size)) == 0)
 			continue;
 		for (int f = 0; f < IPAM_FAMILIES; f++) {
 			const char *fam = f == 0 ? "IPv4" : "IPv6";
