@@ -430,6 +430,67 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 	return 0;
 }
 
+/* --- the provider's health ----------------------------------------------------
+ * A provider with a health operation works around a standing problem of its
+ * own input (the static provider's inventory file that no longer parses:
+ * the last good one stays in force). The main thread asks it every
+ * DAEMON_HEALTH_POLL_NS and tells the operator: a log line and a Warning
+ * Event on the local Node when the problem appears or changes, again every
+ * DAEMON_HEALTH_REPEAT_NS while it stands, and a log line and a Normal Event
+ * once it is fixed. */
+
+#define DAEMON_HEALTH_POLL_NS (2 * NS_PER_S)
+#define DAEMON_HEALTH_REPEAT_NS (10 * 60 * NS_PER_S)
+#define DAEMON_HEALTH_BAD "ProviderInputInvalid"  /* Event reasons */
+#define DAEMON_HEALTH_GOOD "ProviderInputValid"
+
+struct daemon_health {
+	int bad;                        /* the last answer was a problem */
+	char msg[ERRBUF_MAX];           /* its message */
+	int64_t reported_ns;            /* clock_mono_ns when last told */
+};
+
+static void
+daemon_health_check(struct daemon *d, struct daemon_health *h)
+{
+	struct events_ref node = { .kind = "Node", .name = d->o->node_name, .api_version = "v1" };
+	struct errbuf e = { "" };
+	int64_t now = clock_mono_ns();
+
+	if (d->provider == NULL || d->provider->health == NULL)
+		return;
+	if (d->provider->health(d->provider_state, &e) == 0) {
+		if (h->bad) {
+			log_info(0, "The cloud provider's input is good again", "provider",
+			    d->provider->name, NULL);
+			events_recordf(d->events, &node, EVENTS_NORMAL, DAEMON_HEALTH_GOOD,
+			    "Cloud provider %s: its input is good again", d->provider->name);
+		}
+		h->bad = 0;
+		return;
+	}
+	if (h->bad && strcmp(h->msg, e.msg) == 0 && now - h->reported_ns < DAEMON_HEALTH_REPEAT_NS)
+		return;
+	h->bad = 1;
+	memcpy(h->msg, e.msg, sizeof(h->msg));
+	h->reported_ns = now;
+	log_warn("The cloud provider's input is broken", "provider", d->provider->name,
+	    "err", e.msg, NULL);
+	events_recordf(d->events, &node, EVENTS_WARNING, DAEMON_HEALTH_BAD,
+	    "Cloud provider %s: %s", d->provider->name, e.msg);
+}
+
+/* daemon_watch_health asks the provider for its health until stopped. */
+static void
+daemon_watch_health(struct daemon *d)
+{
+	struct daemon_health h = { 0, "", 0 };
+
+	do
+		daemon_health_check(d, &h);
+	while (!stop_sleep(&daemon_stop, DAEMON_HEALTH_POLL_NS));
+}
+
 int
 daemon_run(const struct options *o)
 {
@@ -504,7 +565,7 @@ daemon_run(const struct options *o)
 	} else {
 		daemon_started_leading(&d);
 	}
-	stop_sleep_until(&daemon_stop, INT64_MAX);
+	daemon_watch_health(&d);
 stop:
 	log_info(0, "Stopping on signal", NULL);
 	/* the Lease first: a successor takes over at once, and the shared

@@ -142,10 +142,7 @@ metadata_kv(const struct cloud_kv *kv, size_t n, const char *key)
 	return NULL;
 }
 
-/* metadata_provider_id_valid checks "<scheme>://<rest>": a scheme as the
- * official CCMs use (aws, gce, azure, openstack, digitalocean, hcloud...),
- * then printable characters without spaces and not only slashes. */
-static int
+int
 metadata_provider_id_valid(const char *s)
 {
 	const char *p = s, *rest;
@@ -222,8 +219,8 @@ metadata_label(const struct cloud_node *node, const char *key, char *ret, size_t
 	return 0;
 }
 
-static int
-metadata_remote(const struct cloud_node *node, struct cloud_instance_metadata *m,
+int
+metadata_kubelet_reported(const struct cloud_node *node, struct cloud_instance_metadata *m,
     struct errbuf *e)
 {
 	const char *ip;
@@ -247,8 +244,8 @@ metadata_remote(const struct cloud_node *node, struct cloud_instance_metadata *m
 		return r;
 	if (m->provider_id[0] == '\0' && m->zone[0] == '\0' && m->region[0] == '\0' &&
 	    m->instance_type[0] == '\0' && m->n_addresses == 0)
-		return errbuf_set(e, ERR_PERMANENT, "node %s: its kubelet reported nothing the "
-		    "metadata provider can use (no spec.providerID, no %s, %s or %s label, no "
+		return errbuf_set(e, ERR_PERMANENT, "node %s: its kubelet reported nothing "
+		    "bootccm can use (no spec.providerID, no %s, %s or %s label, no "
 		    "%s annotation); start it with --provider-id, --node-ip and --node-labels "
 		    "as `bootccm metadata` prints them", node->name, CLOUD_LABEL_ZONE,
 		    CLOUD_LABEL_REGION, CLOUD_LABEL_INSTANCE_TYPE, CLOUD_PROVIDED_NODE_IP);
@@ -320,7 +317,7 @@ metadata_metadata(void *state, const struct cloud_node *node,
 	if (strcmp(node->name, st->node_name) == 0)
 		r = metadata_local(st, node, m, e);
 	else
-		r = metadata_remote(node, m, e);
+		r = metadata_kubelet_reported(node, m, e);
 	if (r == 0)
 		memcpy(ret, m, sizeof(*ret));
 	free(m);
