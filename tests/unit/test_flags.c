@@ -49,6 +49,32 @@ TEST(equals_and_separate_values)
 	CHECK(flags_find(set, NSET, "count")->set == 1);
 }
 
+/* FLAG_STRINGS: repeatable, in order; the first value given replaces the
+ * default, a later one is appended (pflag's stringSlice). */
+TEST(repeatable_strings_accumulate)
+{
+	static char *list;
+	struct flag t[] = {
+		{ "class", FLAG_STRINGS, &list, "dflt", "repeatable", 0 },
+	};
+	struct errbuf e;
+	char *none[] = { "p" };
+	char *two[] = { "p", "--class", "a.io/x", "--class=b.io/y" };
+	char *one[] = { "p", "--class=c.io/z" };
+
+	CHECK(flags_defaults(t, 1, &e) == 0);
+	CHECK(flags_parse(t, 1, 1, none, 1, NULL, &e) == 0);
+	CHECK_STR(list, "dflt");
+	CHECK(flags_defaults(t, 1, &e) == 0);
+	CHECK(flags_parse(t, 1, 4, two, 1, NULL, &e) == 0);
+	CHECK_STR(list, "a.io/x,b.io/y");
+	CHECK(flags_defaults(t, 1, &e) == 0);
+	CHECK(flags_parse(t, 1, 2, one, 1, NULL, &e) == 0);
+	CHECK_STR(list, "c.io/z");
+	flags_free(t, 1);
+	CHECK(list == NULL);
+}
+
 TEST(booleans_never_take_the_next_argument)
 {
 	struct errbuf e;
