@@ -1603,18 +1603,16 @@ servicectl_main(void *arg)
 
 /* --- life cycle ----------------------------------------------------------- */
 
-/* servicectl_classes_parse splits --load-balancer-class's values. */
+/* servicectl_classes_split splits buf (--load-balancer-class's values,
+ * ","-joined) in place into names (SERVICECTL_CLASSES_MAX entries), checking
+ * each. */
 static int
-servicectl_classes_parse(struct servicectl *c, const char *list, struct errbuf *e)
+servicectl_classes_split(char *buf, const char **names, size_t *ret_n, struct errbuf *e)
 {
 	char *p, *next;
+	size_t n = 0;
 
-	c->cls.names = c->class_names;
-	c->cls.only = c->cfg.class_only;
-	if (list == NULL || *list == '\0')
-		return 0;
-	c->classes_buf = xstrdup(list);
-	for (p = c->classes_buf; p != NULL; p = next) {
+	for (p = buf; p != NULL; p = next) {
 		if ((next = strchr(p, ',')) != NULL)
 			*next++ = '\0';
 		if (*p == '\0')
@@ -1622,12 +1620,28 @@ servicectl_classes_parse(struct servicectl *c, const char *list, struct errbuf *
 		if (!labelsel_key_ok(p))
 			return errbuf_set(e, ERR_INVALID, "--load-balancer-class \"%.64s\": not a "
 			    "qualified name (like example.com/lb)", p);
-		if (c->cls.n == SERVICECTL_CLASSES_MAX)
+		if (n == SERVICECTL_CLASSES_MAX)
 			return errbuf_set(e, ERR_INVALID, "--load-balancer-class: at most %d classes",
 			    SERVICECTL_CLASSES_MAX);
-		c->class_names[c->cls.n++] = p;
+		names[n++] = p;
 	}
+	*ret_n = n;
 	return 0;
+}
+
+int
+servicectl_classes_check(const char *list, int only, struct errbuf *e)
+{
+	const char *names[SERVICECTL_CLASSES_MAX];
+	char *buf = xstrdup(list ? list : "");
+	size_t n = 0;
+	int r = servicectl_classes_split(buf, names, &n, e);
+
+	free(buf);
+	if (r == 0 && only && n == 0)
+		r = errbuf_set(e, ERR_INVALID, "--load-balancer-class-only needs at least one "
+		    "--load-balancer-class: it would serve no Service");
+	return r;
 }
 
 int
@@ -1666,7 +1680,11 @@ servicectl_new(const struct servicectl_config *cfg, struct servicectl **ret,
 	c->cfg.classes = NULL;
 	pthread_mutex_init(&c->mu, NULL);
 	hmap_init(&c->states, HMAP_COPY_KEYS);
-	if ((r = servicectl_classes_parse(c, cfg->classes, e)) < 0) {
+	c->classes_buf = xstrdup(cfg->classes ? cfg->classes : "");
+	c->cls.names = c->class_names;
+	c->cls.only = cfg->class_only;
+	if ((r = servicectl_classes_check(cfg->classes, cfg->class_only, e)) < 0 ||
+	    (r = servicectl_classes_split(c->classes_buf, c->class_names, &c->cls.n, e)) < 0) {
 		servicectl_free(c);
 		return r;
 	}
@@ -1714,11 +1732,12 @@ fail:
 void
 servicectl_stop(struct servicectl *c)
 {
-	struct servicectl_term *t = &c->term;
+	struct servicectl_term *t;
 	struct backends *b;
 
 	if (c == NULL)
 		return;
+	t = &c->term;
 	pthread_mutex_lock(&c->mu);
 	if (!c->running) {
 		pthread_mutex_unlock(&c->mu);

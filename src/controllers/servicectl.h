@@ -120,12 +120,18 @@ struct servicectl;
 
 /* servicectl_new checks and copies cfg and registers the controller's
  * handlers on cfg->services and cfg->nodes (neither started yet). Returns 0,
- * ERR_NOT_IMPLEMENTED (the provider has no load balancers, or no ensure or
- * ensure_deleted), ERR_INVALID (an incomplete configuration, more than
- * SERVICECTL_CLASSES_MAX classes or one that is not a qualified name), or
- * the reflector's error. */
+ * ERR_NOT_IMPLEMENTED (the provider has no load balancers, no ensure or
+ * ensure_deleted, or neither get nor verify), ERR_INVALID (an incomplete
+ * configuration, or classes servicectl_classes_check refuses), or the
+ * reflector's error. */
 int servicectl_new(const struct servicectl_config *cfg, struct servicectl **ret,
     struct errbuf *e);
+
+/* servicectl_classes_check checks --load-balancer-class's values (list,
+ * ","-joined, or NULL) and --load-balancer-class-only (only): qualified
+ * names, at most SERVICECTL_CLASSES_MAX, and at least one when only is set.
+ * ERR_INVALID naming the flag. */
+int servicectl_classes_check(const char *list, int only, struct errbuf *e);
 
 /* servicectl_start starts the controller's workers and its drift checker
  * (the leader's part): they wait for both caches, then every Service served

@@ -549,4 +549,20 @@ TEST(patches)
 	put_svc(mine);
 }
 
+TEST(classes_are_checked)
+{
+	struct errbuf e;
+
+	CHECK(servicectl_classes_check(NULL, 0, &e) == 0);
+	CHECK(servicectl_classes_check("example.com/lb,other.io/x", 1, &e) == 0);
+	CHECK(servicectl_classes_check("example.com/lb,,", 0, &e) == 0);
+	CHECK(servicectl_classes_check("example.com/lb,bad class", 0, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--load-balancer-class \"bad class\": not a qualified name");
+	CHECK(servicectl_classes_check("", 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--load-balancer-class-only needs at least one");
+	CHECK(servicectl_classes_check("a/1,a/2,a/3,a/4,a/5,a/6,a/7,a/8,a/9,a/10,a/11,a/12,"
+	    "a/13,a/14,a/15,a/16,a/17", 0, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "at most 16 classes");
+}
+
 TEST_MAIN()
