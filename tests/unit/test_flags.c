@@ -192,6 +192,37 @@ TEST(options_validation)
 	options_free(&o);
 }
 
+/* The service controller's flags: repeatable classes, class-only needs
+ * one, the drift period's default. */
+TEST(options_service_controller)
+{
+	struct options o;
+	struct errbuf e;
+	char *a0[] = { "bootccm" };
+	CHECK(options_parse(&o, 1, a0, 1, &e) == 0);
+	CHECK(o.load_balancer_classes == NULL && o.load_balancer_class_only == 0);
+	CHECK(o.service_sync_period_ns == 300 * NS_PER_S);
+	options_free(&o);
+	char *a1[] = { "bootccm", "--load-balancer-class", "example.com/lb",
+	    "--load-balancer-class=other.io/lb", "--load-balancer-class-only" };
+	CHECK(options_parse(&o, 5, a1, 1, &e) == 0);
+	CHECK_STR(o.load_balancer_classes, "example.com/lb,other.io/lb");
+	CHECK(o.load_balancer_class_only == 1);
+	options_free(&o);
+	char *a2[] = { "bootccm", "--load-balancer-class-only" };
+	CHECK(options_parse(&o, 2, a2, 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--load-balancer-class-only needs at least one");
+	options_free(&o);
+	char *a3[] = { "bootccm", "--load-balancer-class=not a class" };
+	CHECK(options_parse(&o, 2, a3, 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--load-balancer-class \"not a class\"");
+	options_free(&o);
+	char *a4[] = { "bootccm", "--service-sync-period=0s" };
+	CHECK(options_parse(&o, 2, a4, 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--service-sync-period");
+	options_free(&o);
+}
+
 /* parse args (after "bootccm") and report the controllers they enable as
  * a bit mask, or -1 when options_parse refuses them */
 static int
