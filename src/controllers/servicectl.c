@@ -44,7 +44,7 @@ struct svcstate {
 	int has_sel;                    /* sel holds the provider's node_selector */
 	struct labelsel sel;
 	size_t n_own;                   /* annotation keys the provider sets or removes */
-	char own[CLOUD_LB_ANNOTATIONS_MAX][CLOUD_LABEL_KEY_MAX];
+	char *own[CLOUD_LB_ANNOTATIONS_MAX];
 	const struct store_obj *last;   /* the Service as last ensured (a reference) */
 };
 
@@ -674,6 +674,21 @@ servicectl_backends_put(struct servicectl *c, struct backends *b)
 		backends_free(b);
 }
 
+/* servicectl_backends_trim lets the latest snapshot go once no sync needs
+ * it: its Node views take about a KiB per Node, for nothing while idle. */
+static void
+servicectl_backends_trim(struct servicectl *c)
+{
+	struct backends *b;
+
+	pthread_mutex_lock(&c->mu);
+	if ((b = c->bk) != NULL && --b->refs > 0)
+		b = NULL;
+	c->bk = NULL;
+	pthread_mutex_unlock(&c->mu);
+	backends_free(b);
+}
+
 /* servicectl_digest: b's backend set as st's balancer selects it. */
 static uint64_t
 servicectl_digest(const struct backends *b, const struct svcstate *st)
@@ -696,12 +711,21 @@ servicectl_state(struct servicectl *c, const char *key)
 }
 
 static void
+servicectl_own_free(struct svcstate *st)
+{
+	for (size_t i = 0; i < st->n_own; i++)
+		free(st->own[i]);
+	st->n_own = 0;
+}
+
+static void
 servicectl_state_free(void *p)
 {
 	struct svcstate *st = p;
 
 	if (st == NULL)
 		return;
+	servicectl_own_free(st);
 	if (st->has_sel)
 		labelsel_free(&st->sel);
 	store_obj_unref(st->last);
@@ -1073,9 +1097,9 @@ servicectl_ensure(struct servicectl *c, struct kube_client *kc, const struct sto
 	 * Service: known before the write, so its watch event finds them */
 	pthread_mutex_lock(&c->mu);
 	st->elsewhere = 0;
-	st->n_own = 0;
+	servicectl_own_free(st);
 	for (size_t i = 0; i < res->n_annotations; i++)
-		memcpy(st->own[st->n_own++], res->annotations[i].key, CLOUD_LABEL_KEY_MAX);
+		st->own[st->n_own++] = xstrdup(res->annotations[i].key);
 	pthread_mutex_unlock(&c->mu);
 	if ((patch = servicectl_meta_patch(s, 0, res)) != NULL) {
 		step = "write the load balancer's annotations";
@@ -1470,6 +1494,8 @@ servicectl_worker(void *arg)
 			wq_forget(q, key);
 		}
 		wq_done(q, key);
+		if (wq_len(q) == 0)
+			servicectl_backends_trim(c);
 	}
 	kube_client_cleanup(&kc);
 	return NULL;
@@ -1558,6 +1584,8 @@ servicectl_drift_once(struct servicectl *c)
 		pthread_mutex_unlock(&c->mu);
 	}
 	servicectl_backends_put(c, b);
+	if (wq_len(c->term.q) == 0)
+		servicectl_backends_trim(c);
 	if (log_enabled(2)) {
 		char nc[24], nd[24];
 		snprintf(nc, sizeof(nc), "%zu", n);

@@ -543,6 +543,59 @@ def test_unavailable_service_gets_a_freed_address_at_once(api, driver):
     wait_until(lambda: ingress(api, "web"), what="web's status")
 
 
+def test_a_cleanup_lets_a_waiting_service_have_its_address(api, driver):
+    api.create_object(a_node("n1"))
+    d = driver({"ensure": {"default/old": ip_status("192.0.2.26"),
+                           "default/web": {"error": "unavailable"}}})
+    api.create_object(lb_service("old"))
+    wait_until(lambda: ingress(api, "old"), what="old's status")
+    api.create_object(lb_service("web"))
+    d.wait_call("ensure", "default/web", n=2, timeout=20)
+    d.write({"ensure": {"default/web": ip_status("192.0.2.26")}})
+    m = d.mark()
+    api.delete_object("services", "old", namespace=NS)
+    dels = d.wait_call("ensure_deleted", "default/old", since=m)
+    ens = d.wait_call("ensure", "default/web", since=m, timeout=8)
+    assert ens[0]["t"] - dels[0]["t"] < 2.0, (dels, ens)
+    wait_until(lambda: ingress(api, "web") == [{"ip": "192.0.2.26", "ipMode": "VIP"}],
+               what="web got the freed address")
+
+
+def test_without_update_hosts_the_backends_go_through_ensure(api, driver):
+    api.create_object(a_node("n1"))
+    d = driver({"ensure": {"*": ip_status("192.0.2.27")}}, "--update-hosts", "0")
+    api.create_object(lb_service("web"))
+    wait_until(lambda: ingress(api, "web"), what="web's status")
+    quiesce(api, d)
+    seq = api.log_seq()
+    m = d.mark()
+    api.create_object(a_node("n2"))
+    ens = d.wait_call("ensure", "default/web", since=m)
+    assert sorted(ens[0]["nodes"]) == ["n1", "n2"]
+    wait_until(lambda: events(api, "web", "UpdatedLoadBalancer"), what="Updated event")
+    quiesce(api, d)
+    assert [r for r in api.writes(seq) if r.get("resource") != "events"] == []
+    assert len(events(api, "web", "EnsuringLoadBalancer")) == 1
+    assert events(api, "web", "EnsuringLoadBalancer")[0]["count"] == 1
+
+
+def test_a_balancer_whose_cleanup_was_cut_short_is_deleted(api, driver):
+    """Someone removed the finalizer and deleted the Service: the balancer
+    last ensured for it is deleted all the same (upstream's cache does this)."""
+    api.create_object(a_node("n1"))
+    d = driver({"ensure": {"*": ip_status("192.0.2.28")}})
+    api.create_object(lb_service("web"))
+    wait_until(lambda: ingress(api, "web"), what="web's status")
+    uid = get_svc(api, "web")["metadata"]["uid"]
+    s = get_svc(api, "web")
+    s["metadata"]["finalizers"] = []
+    api.update_object(s)
+    api.delete_object("services", "web", namespace=NS)
+    dels = d.wait_call("ensure_deleted", "default/web")
+    assert dels[0]["uid"] == uid
+    wait_until(lambda: events(api, "web", "DeletedLoadBalancer"), what="Deleted event")
+
+
 def test_quiet_restart_makes_no_writes(api, driver):
     api.create_object(a_node("n1"))
     names = ["s%02d" % i for i in range(20)]
