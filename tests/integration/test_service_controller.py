@@ -601,15 +601,18 @@ def test_quiet_restart_makes_no_writes(api, driver):
     names = ["s%02d" % i for i in range(20)]
     script = {"ensure": {"default/" + n: ip_status("192.0.2.%d" % (100 + i))
                          for i, n in enumerate(names)}}
-    d = driver(script)
+    seq = api.log_seq()
+    d = driver(script, "--workers", "3")
     for n in names:
         api.create_object(lb_service(n))
     wait_until(lambda: all(ingress(api, n) for n in names), timeout=30, what="all ensured")
     quiesce(api, d)
+    # three workers, two writes per Service: the finalizer and the status
+    assert len([r for r in api.writes(seq) if r.get("resource") == "services"]) == 2 * len(names)
     d.stop()
     seq = api.log_seq()
     nev = len(api.list_objects("events", namespace=NS))
-    d = driver(script)
+    d = driver(script, "--workers", "3")
     d.wait_call("ensure", n=len(names), timeout=30)
     quiesce(api, d)
     writes = [r for r in api.writes(seq) if r.get("resource") != "events"]
