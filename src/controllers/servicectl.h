@@ -49,7 +49,8 @@
  *   ensure on the key's backoff) / UnAvailableLoadBalancer (no Nodes);
  * - node-label selectors: when the provider's node_selector names one for a
  *   Service, a Node whose labels start or stop matching it re-checks that
- *   Service, and its backend set is the matching Nodes (upstream ignores
+ *   Service, whose backend set is compared as the matching Nodes (the
+ *   provider still gets every backend Node, and picks; upstream ignores
  *   label changes: hcloud-ccm #519);
  * - drift repair: every sync_period one verify call for every served Service
  *   (or, without verify, a get each: existence and status compared), and a
