@@ -15,6 +15,7 @@
 #include "cloud.h"
 #include "controllers/nodectl.h"
 #include "controllers/nodelifecycle.h"
+#include "controllers/servicectl.h"
 #include "err.h"
 #include "jsonx.h"
 #include "kube/client.h"
@@ -243,6 +244,8 @@ struct daemon {
 	void *fallback_state;
 	struct nodectl *nodectl;     /* cloud-node: every replica (local node) */
 	struct nodelifecycle *lifecycle; /* cloud-node-lifecycle: the leader only */
+	struct servicectl *servicectl; /* service: its handlers on both caches,
+	                                  its workers on the leader only */
 };
 
 /* /readyz: ready once every reflector's first LIST has been delivered. The
@@ -299,6 +302,9 @@ daemon_started_leading(void *arg)
 		else if (r < 0)
 			log_error("Cannot start cloud-node-lifecycle", "err", e.msg, NULL);
 	}
+	/* the service controller waits for the Service and Node caches itself */
+	if (d->servicectl && servicectl_start(d->servicectl, &e) < 0)
+		log_error("Cannot start the service controller", "err", e.msg, NULL);
 }
 
 /* daemon_stopped_leading returns once the shared controllers have stopped
@@ -312,6 +318,7 @@ daemon_stopped_leading(void *arg)
 	    "node", d->o->node_name, NULL);
 	nodelifecycle_free(d->lifecycle);
 	d->lifecycle = NULL;
+	servicectl_stop(d->servicectl);
 	if (d->nodectl)
 		nodectl_set_leading(d->nodectl, 0);
 }
@@ -388,6 +395,39 @@ daemon_nodectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
 	return r;
 }
 
+/* daemon_servicectl creates the service controller on the Service and Node
+ * reflectors (before they start: it adds its handlers, and its provider
+ * hears of every Service from the first LIST on); it runs on the leader. */
+static int
+daemon_servicectl(struct daemon *d, struct reflector *services, struct reflector *nodes,
+    struct errbuf *e)
+{
+	struct servicectl_config sc = {
+		.kc = &d->kc,
+		.services = services,
+		.nodes = nodes,
+		.provider = d->provider,
+		.provider_state = d->provider_state,
+		.events = d->events,
+		.cluster_name = d->o->cluster_name,
+		.classes = d->o->load_balancer_classes,
+		.class_only = d->o->load_balancer_class_only,
+		.workers = d->o->concurrent_service_syncs,
+		.sync_period_ns = d->o->service_sync_period_ns,
+		.user_agent = "bootccm/" BOOTCCM_VERSION,
+	};
+	int r;
+
+	if (d->provider == NULL || !options_controller_enabled(d->o, OPTIONS_CTRL_SERVICE))
+		return 0;
+	r = servicectl_new(&sc, &d->servicectl, e);
+	if (r == ERR_NOT_IMPLEMENTED) {
+		log_info(1, "service does not run", "reason", e->msg, NULL);
+		return 0;
+	}
+	return r;
+}
+
 /* daemon_informers creates and starts the reflectors every replica runs. */
 static int
 daemon_informers(struct daemon *d, struct errbuf *e)
@@ -416,6 +456,7 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 	if ((r = reflector_new(&d->kc, &nodes, &rn, e)) < 0 ||
 	    (r = reflector_new(&d->kc, &services, &rs, e)) < 0 ||
 	    (r = daemon_nodectl(d, rn, e)) < 0 ||
+	    (r = daemon_servicectl(d, rs, rn, e)) < 0 ||
 	    (r = reflector_start(rn, e)) < 0 ||
 	    (r = reflector_start(rs, e)) < 0 ||
 	    (d->nodectl && (r = nodectl_start(d->nodectl, e)) < 0)) {
@@ -423,6 +464,8 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 		d->nodectl = NULL;
 		reflector_free(rn);
 		reflector_free(rs);
+		servicectl_free(d->servicectl);  /* its handlers ran on both */
+		d->servicectl = NULL;
 		return r;
 	}
 	__atomic_store_n(&d->nodes, rn, __ATOMIC_RELEASE);
@@ -582,6 +625,7 @@ stop:
 	nodectl_free(d.nodectl);    /* its workers read the node cache */
 	reflector_free(d.nodes);
 	reflector_free(d.services);
+	servicectl_free(d.servicectl);  /* after the reflectors: its handlers ran on them */
 	if (d.events)
 		events_stop(d.events, 2 * NS_PER_S);
 	events_free(d.events);

@@ -75,6 +75,13 @@ flag_store(struct flag *f, const char *value, struct errbuf *e)
 		free(*(char **)f->ptr);
 		*(char **)f->ptr = xstrdup(value);
 		return 0;
+	case FLAG_STRINGS: {
+		char **p = f->ptr, *old = *p;
+		*p = f->set && old != NULL && *old != '\0' ? xasprintf("%s,%s", old, value) :
+		    xstrdup(value);
+		free(old);
+		return 0;
+	}
 	case FLAG_DURATION: {
 		int64_t ns;
 		if (duration_parse(value, &ns) < 0)
@@ -98,7 +105,7 @@ flags_defaults(struct flag *flags, size_t n, struct errbuf *e)
 			switch (f->type) {
 			case FLAG_BOOL: case FLAG_INT: *(int *)f->ptr = 0; break;
 			case FLAG_FLOAT: *(double *)f->ptr = 0; break;
-			case FLAG_STRING:
+			case FLAG_STRING: case FLAG_STRINGS:
 				free(*(char **)f->ptr);
 				*(char **)f->ptr = NULL;
 				break;
@@ -194,6 +201,7 @@ flag_type_name(enum flag_type t)
 	case FLAG_INT: return " int";
 	case FLAG_FLOAT: return " float";
 	case FLAG_STRING: return " string";
+	case FLAG_STRINGS: return " strings";
 	case FLAG_DURATION: return " duration";
 	}
 	return "";
@@ -209,7 +217,7 @@ flags_usage(const struct flag *flags, size_t n, FILE *out)
 		    f->name, flag_type_name(f->type));
 		fprintf(out, "%-48s %s", head, f->usage);
 		if (f->def && *f->def && !(f->type == FLAG_BOOL && strcmp(f->def, "false") == 0)) {
-			if (f->type == FLAG_STRING)
+			if (f->type == FLAG_STRING || f->type == FLAG_STRINGS)
 				fprintf(out, " (default \"%s\")", f->def);
 			else
 				fprintf(out, " (default %s)", f->def);
@@ -222,7 +230,7 @@ void
 flags_free(struct flag *flags, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		if (flags[i].type == FLAG_STRING) {
+		if (flags[i].type == FLAG_STRING || flags[i].type == FLAG_STRINGS) {
 			free(*(char **)flags[i].ptr);
 			*(char **)flags[i].ptr = NULL;
 		}

@@ -23,6 +23,10 @@ enum flag_type {
 	FLAG_FLOAT,     /* double * */
 	FLAG_STRING,    /* char ** (malloc'd; owned by the flag set) */
 	FLAG_DURATION,  /* int64_t * in nanoseconds */
+	FLAG_STRINGS,   /* char ** like FLAG_STRING: repeatable (pflag's
+	                   stringSlice), the values joined with ',' in the
+	                   order given; the first one on the command line
+	                   replaces the default */
 };
 
 struct flag {

@@ -8,6 +8,7 @@
 
 #include "flags.h"
 #include "cloud.h"
+#include "controllers/servicectl.h"
 #include "log.h"
 #include "metadata/cmd.h"
 #include "metadata/metadata.h"
@@ -62,6 +63,12 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	  "The period for reconciling routes created for Nodes by the cloud provider.", 0 },
 	{ "min-resync-period", FLAG_DURATION, O(min_resync_period_ns), "12h0m0s",
 	  "The resync period in reflectors will be random between MinResyncPeriod and 2*MinResyncPeriod.", 0 },
+	{ "load-balancer-class", FLAG_STRINGS, O(load_balancer_classes), NULL,
+	  "A spec.loadBalancerClass whose Services the service controller serves, besides those without a class (repeatable).", 0 },
+	{ "load-balancer-class-only", FLAG_BOOL, O(load_balancer_class_only), "false",
+	  "Serve only the Services of the --load-balancer-class classes, not those without a class.", 0 },
+	{ "service-sync-period", FLAG_DURATION, O(service_sync_period_ns), "5m0s",
+	  "How often the service controller checks every load balancer with the provider and ensures again those that drifted.", 0 },
 	{ "leader-elect", FLAG_BOOL, O(leader_elect), "true",
 	  "Start a leader election client and gain leadership before executing the main loop.", 0 },
 	{ "leader-elect-lease-duration", FLAG_DURATION, O(leader_elect_lease_duration_ns), "15s",
@@ -155,6 +162,15 @@ options_controller_enabled(const struct options *o, unsigned ctrl)
 	return options_controllers(o->controllers, &mask, &e) == 0 && (mask & ctrl) != 0;
 }
 
+/* options_validate_service checks the service controller's flags. */
+static int
+options_validate_service(const struct options *o, struct errbuf *e)
+{
+	if (o->service_sync_period_ns <= 0)
+		return errbuf_set(e, ERR_INVALID, "--service-sync-period must be greater than zero");
+	return servicectl_classes_check(o->load_balancer_classes, o->load_balancer_class_only, e);
+}
+
 static int
 options_validate(const struct options *o, struct errbuf *e)
 {
@@ -192,6 +208,8 @@ options_validate(const struct options *o, struct errbuf *e)
 	if (o->node_deletion_grace_period_ns < 0)
 		return errbuf_set(e, ERR_INVALID, "--node-deletion-grace-period must not be negative");
 	if ((r = options_controllers(o->controllers, &mask, e)) < 0)
+		return r;
+	if ((r = options_validate_service(o, e)) < 0)
 		return r;
 	if (strcmp(o->leader_elect_resource_lock, "leases") != 0)
 		return errbuf_set(e, ERR_INVALID,

@@ -45,6 +45,11 @@ struct options {
 	int64_t route_reconciliation_period_ns;
 	int64_t min_resync_period_ns;
 
+	/* service controller */
+	char *load_balancer_classes;    /* --load-balancer-class values, ","-joined */
+	int load_balancer_class_only;
+	int64_t service_sync_period_ns;
+
 	/* leader election */
 	int leader_elect;
 	int64_t leader_elect_lease_duration_ns;

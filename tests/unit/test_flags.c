@@ -49,6 +49,32 @@ TEST(equals_and_separate_values)
 	CHECK(flags_find(set, NSET, "count")->set == 1);
 }
 
+/* FLAG_STRINGS: repeatable, in order; the first value given replaces the
+ * default, a later one is appended (pflag's stringSlice). */
+TEST(repeatable_strings_accumulate)
+{
+	static char *list;
+	struct flag t[] = {
+		{ "class", FLAG_STRINGS, &list, "dflt", "repeatable", 0 },
+	};
+	struct errbuf e;
+	char *none[] = { "p" };
+	char *two[] = { "p", "--class", "a.io/x", "--class=b.io/y" };
+	char *one[] = { "p", "--class=c.io/z" };
+
+	CHECK(flags_defaults(t, 1, &e) == 0);
+	CHECK(flags_parse(t, 1, 1, none, 1, NULL, &e) == 0);
+	CHECK_STR(list, "dflt");
+	CHECK(flags_defaults(t, 1, &e) == 0);
+	CHECK(flags_parse(t, 1, 4, two, 1, NULL, &e) == 0);
+	CHECK_STR(list, "a.io/x,b.io/y");
+	CHECK(flags_defaults(t, 1, &e) == 0);
+	CHECK(flags_parse(t, 1, 2, one, 1, NULL, &e) == 0);
+	CHECK_STR(list, "c.io/z");
+	flags_free(t, 1);
+	CHECK(list == NULL);
+}
+
 TEST(booleans_never_take_the_next_argument)
 {
 	struct errbuf e;
@@ -163,6 +189,37 @@ TEST(options_validation)
 	options_free(&o);
 	char *a5[] = { "bootccm", "--kube-api-qps=0" };
 	CHECK(options_parse(&o, 2, a5, 1, &e) == ERR_INVALID);
+	options_free(&o);
+}
+
+/* The service controller's flags: repeatable classes, class-only needs
+ * one, the drift period's default. */
+TEST(options_service_controller)
+{
+	struct options o;
+	struct errbuf e;
+	char *a0[] = { "bootccm" };
+	CHECK(options_parse(&o, 1, a0, 1, &e) == 0);
+	CHECK(o.load_balancer_classes == NULL && o.load_balancer_class_only == 0);
+	CHECK(o.service_sync_period_ns == 300 * NS_PER_S);
+	options_free(&o);
+	char *a1[] = { "bootccm", "--load-balancer-class", "example.com/lb",
+	    "--load-balancer-class=other.io/lb", "--load-balancer-class-only" };
+	CHECK(options_parse(&o, 5, a1, 1, &e) == 0);
+	CHECK_STR(o.load_balancer_classes, "example.com/lb,other.io/lb");
+	CHECK(o.load_balancer_class_only == 1);
+	options_free(&o);
+	char *a2[] = { "bootccm", "--load-balancer-class-only" };
+	CHECK(options_parse(&o, 2, a2, 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--load-balancer-class-only needs at least one");
+	options_free(&o);
+	char *a3[] = { "bootccm", "--load-balancer-class=not a class" };
+	CHECK(options_parse(&o, 2, a3, 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--load-balancer-class \"not a class\"");
+	options_free(&o);
+	char *a4[] = { "bootccm", "--service-sync-period=0s" };
+	CHECK(options_parse(&o, 2, a4, 1, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--service-sync-period");
 	options_free(&o);
 }
 
