@@ -15,6 +15,7 @@
 #include "cloud.h"
 #include "controllers/nodectl.h"
 #include "controllers/nodelifecycle.h"
+#include "controllers/routectl.h"
 #include "err.h"
 #include "jsonx.h"
 #include "kube/client.h"
@@ -243,6 +244,7 @@ struct daemon {
 	void *fallback_state;
 	struct nodectl *nodectl;     /* cloud-node: every replica (local node) */
 	struct nodelifecycle *lifecycle; /* cloud-node-lifecycle: the leader only */
+	struct routectl *routectl;   /* route: handlers always, passes on the leader */
 };
 
 /* /readyz: ready once every reflector's first LIST has been delivered. The
@@ -299,6 +301,8 @@ daemon_started_leading(void *arg)
 		else if (r < 0)
 			log_error("Cannot start cloud-node-lifecycle", "err", e.msg, NULL);
 	}
+	if (d->routectl && routectl_start(d->routectl, &e) < 0)
+		log_error("Cannot start route", "err", e.msg, NULL);
 }
 
 /* daemon_stopped_leading returns once the shared controllers have stopped
@@ -312,6 +316,7 @@ daemon_stopped_leading(void *arg)
 	    "node", d->o->node_name, NULL);
 	nodelifecycle_free(d->lifecycle);
 	d->lifecycle = NULL;
+	routectl_stop(d->routectl);
 	if (d->nodectl)
 		nodectl_set_leading(d->nodectl, 0);
 }
@@ -388,6 +393,53 @@ daemon_nodectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
 	return r;
 }
 
+/* daemon_routectl creates the route controller on the node reflector
+ * (before it starts: the controller adds its handlers); it runs passes only
+ * while leading. Like upstream: not without --configure-cloud-routes or a
+ * provider with routes, and, said once, not without --cluster-cidr. */
+static int
+daemon_routectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
+{
+	const struct options *o = d->o;
+	struct routectl_config rc = {
+		.kc = &d->kc,
+		.nodes = nodes,
+		.provider = d->provider,
+		.provider_state = d->provider_state,
+		.events = d->events,
+		.cluster_name = o->cluster_name,
+		.cluster_cidr = o->cluster_cidr,
+		.period_ns = o->route_reconciliation_period_ns,
+		.concurrency = o->concurrent_route_syncs,
+		.user_agent = "bootccm/" BOOTCCM_VERSION,
+	};
+	int r;
+
+	if (d->provider == NULL || !options_controller_enabled(o, OPTIONS_CTRL_ROUTE))
+		return 0;
+	if (!o->configure_cloud_routes) {
+		log_info(1, "route does not run", "reason", "--configure-cloud-routes=false", NULL);
+		return 0;
+	}
+	if (d->provider->routes == NULL) {
+		log_info(1, "route does not run", "reason", "the cloud provider does not support "
+		    "routes", "provider", d->provider->name, NULL);
+		return 0;
+	}
+	if (o->cluster_cidr == NULL || strspn(o->cluster_cidr, " \t") == strlen(o->cluster_cidr)) {
+		log_warn("--configure-cloud-routes is set and the cloud provider supports routes, "
+		    "but --cluster-cidr is empty: the route controller does not run", "provider",
+		    d->provider->name, NULL);
+		return 0;
+	}
+	r = routectl_new(&rc, &d->routectl, e);
+	if (r == ERR_NOT_IMPLEMENTED) {
+		log_info(1, "route does not run", "reason", e->msg, NULL);
+		return 0;
+	}
+	return r;
+}
+
 /* daemon_informers creates and starts the reflectors every replica runs. */
 static int
 daemon_informers(struct daemon *d, struct errbuf *e)
@@ -416,12 +468,15 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 	if ((r = reflector_new(&d->kc, &nodes, &rn, e)) < 0 ||
 	    (r = reflector_new(&d->kc, &services, &rs, e)) < 0 ||
 	    (r = daemon_nodectl(d, rn, e)) < 0 ||
+	    (r = daemon_routectl(d, rn, e)) < 0 ||
 	    (r = reflector_start(rn, e)) < 0 ||
 	    (r = reflector_start(rs, e)) < 0 ||
 	    (d->nodectl && (r = nodectl_start(d->nodectl, e)) < 0)) {
 		nodectl_free(d->nodectl);
 		d->nodectl = NULL;
 		reflector_free(rn);
+		routectl_free(d->routectl);   /* after its reflector: its handlers */
+		d->routectl = NULL;
 		reflector_free(rs);
 		return r;
 	}
@@ -519,7 +574,9 @@ stop:
 	lease_free(d.lease);
 	nodelifecycle_free(d.lifecycle);
 	nodectl_free(d.nodectl);    /* its workers read the node cache */
+	routectl_stop(d.routectl);  /* its passes read it too */
 	reflector_free(d.nodes);
+	routectl_free(d.routectl);  /* after its reflector: its handlers */
 	reflector_free(d.services);
 	if (d.events)
 		events_stop(d.events, 2 * NS_PER_S);
