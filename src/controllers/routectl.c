@@ -26,11 +26,20 @@
 #define ROUTECTL_STACK_SIZE (256 * 1024)        /* bytes: the pass and operation threads */
 /* bytes: a "node|cidr" key; a route's target is under CLOUD_ADDR_MAX */
 #define ROUTECTL_KEY_MAX (CLOUD_ADDR_MAX + NETPREFIX_TEXT_MAX + 2)
+#define ROUTECTL_RV_MAX 64                      /* bytes: a resourceVersion remembered */
 
 #define ROUTECTL_EVENT_OUTSIDE "PodCIDROutsideClusterCIDR"
 #define ROUTECTL_EVENT_CREATE_FAILED "FailedToCreateRoute"   /* upstream's */
 #define ROUTECTL_MESSAGE_CREATED "RouteController created a route"   /* upstream's */
 #define ROUTECTL_MESSAGE_NOT_CREATED "RouteController failed to create a route"
+
+/* A condition this controller wrote, by Node name, until the cache shows
+ * a version of the Node other than those the write went over: the cached
+ * one the pass saw, and the one it read fresh (the same on the cached way). */
+struct routectl_written {
+	char rv[2][ROUTECTL_RV_MAX];
+	int routed;
+};
 
 struct routectl {
 	struct routectl_config cfg;     /* strings point at the copies below */
@@ -59,6 +68,7 @@ struct routectl {
 
 	/* the pass thread's alone */
 	struct hmap warned;             /* "node|podCIDR" warned as never routed */
+	struct hmap written;            /* node -> struct routectl_written */
 	int warned_list;                /* warned for the current run of failed lists */
 };
 
@@ -689,10 +699,11 @@ routectl_report(struct routectl *c, const struct routectl_plan *plan,
  * Node: GET nodes/NAME (the status subresource's GET would need a grant
  * the role does not otherwise use), then the JSON patch of nodes/NAME/status
  * behind the resourceVersion read; a conflict reads again, at most
- * KUBE_CONFLICT_RETRIES times, pausing like kube_patch_retry. */
+ * KUBE_CONFLICT_RETRIES times, pausing like kube_patch_retry. On 0 (written,
+ * or nothing to write), ret_rv gets the version read. */
 static int
 routectl_condition_fresh(struct routectl *c, const char *name, const char *status_path,
-    int routed, int64_t now_s, struct errbuf *e)
+    int routed, int64_t now_s, char ret_rv[ROUTECTL_RV_MAX], struct errbuf *e)
 {
 	struct backoff b;
 	char *path = NULL;
@@ -712,12 +723,17 @@ routectl_condition_fresh(struct routectl *c, const char *name, const char *statu
 		    (r = jsonx_str(md, "metadata", "resourceVersion", JSONX_REQUIRED, &rv, NULL,
 		    e)) < 0) {
 			errbuf_prefix(e, r, "node %s", name);
+		} else if (strlen(rv) >= ROUTECTL_RV_MAX) {
+			r = errbuf_set(e, ERR_INVALID, "node %s: metadata.resourceVersion is longer "
+			    "than %d bytes", name, ROUTECTL_RV_MAX - 1);
 		} else if ((r = routectl_condition_patch(cur, routed, now_s, &ops, e)) ==
 		    KUBE_PATCH_JSON) {
 			r = kube_patch_json(&c->client, status_path, ops, rv, NULL, NULL, e);
 		} else if (r == KUBE_PATCH_NOOP) {
 			r = 0;  /* as wanted already, or another component's now */
 		}
+		if (r == 0)
+			memcpy(ret_rv, rv, strlen(rv) + 1);
 		json_object_put(ops);
 		json_object_put(cur);
 		if (r != ERR_CONFLICT || try >= KUBE_CONFLICT_RETRIES ||
@@ -729,17 +745,36 @@ routectl_condition_fresh(struct routectl *c, const char *name, const char *statu
 }
 
 /* routectl_condition writes n's NetworkUnavailable condition when it is
- * absent or ours and not as routed says. */
+ * absent or ours and not as routed says. A condition this controller wrote
+ * that the cache does not show yet (c->written: the cached version is one
+ * the write went over) counts as written, so a pass that runs before the
+ * watch delivers the write neither repeats it nor sends a patch bound to
+ * fail its precondition. kept gets the marks still needed. */
 static void
-routectl_condition(struct routectl *c, const struct kube_node *n, int routed)
+routectl_condition(struct routectl *c, const struct kube_node *n, int routed,
+    struct hmap *kept)
 {
+	struct routectl_written *m = hmap_delete(&c->written, n->name);
+	const char *rv = n->obj.resource_version;
 	int64_t now_s = clock_real_ns() / NS_PER_S;
-	enum routectl_cond d = routectl_condition_decide(n->network_unavailable,
-	    n->network_unavailable_reason, routed);
+	char fresh_rv[ROUTECTL_RV_MAX] = "";
 	struct errbuf e = { "" };
+	enum routectl_cond d;
 	char *path = NULL;
-	int r;
+	int r, behind;
 
+	if (m != NULL && strcmp(m->rv[0], rv) != 0 && strcmp(m->rv[1], rv) != 0) {
+		free(m);   /* the cache has caught up */
+		m = NULL;
+	}
+	if (m != NULL && m->routed == routed) {
+		hmap_put(kept, n->name, m);
+		return;
+	}
+	behind = m != NULL;
+	free(m);
+	d = behind ? ROUTECTL_COND_SET : routectl_condition_decide(n->network_unavailable,
+	    n->network_unavailable_reason, routed);
 	if (d == ROUTECTL_COND_FOREIGN)
 		log_info(4, "NetworkUnavailable is another component's: left alone", "node",
 		    n->name, "reason", n->network_unavailable_reason ?
@@ -755,23 +790,32 @@ routectl_condition(struct routectl *c, const struct kube_node *n, int routed)
 	 * no read needed; a conflict, or no conditions list at all, takes the
 	 * read-and-patch way */
 	r = ERR_CONFLICT;
-	if (n->network_unavailable == KUBE_NODE_READY_NONE && n->obj.resource_version[0]) {
+	if (!behind && n->network_unavailable == KUBE_NODE_READY_NONE && rv[0] != '\0' &&
+	    strlen(rv) < sizeof(fresh_rv)) {
 		json_object *ops = xcheck(json_object_new_array());
 		routectl_op(ops, "add", "/status/conditions/-",
 		    routectl_condition_json(routed, now_s, NULL));
-		r = kube_patch_json(&c->client, path, ops, n->obj.resource_version, NULL, NULL, &e);
+		r = kube_patch_json(&c->client, path, ops, rv, NULL, NULL, &e);
 		json_object_put(ops);
+		if (r == 0)
+			memcpy(fresh_rv, rv, strlen(rv) + 1);
 	}
 	if (r == ERR_CONFLICT || r == ERR_INVALID)
-		r = routectl_condition_fresh(c, n->name, path, routed, now_s, &e);
-	if (r == 0)
+		r = routectl_condition_fresh(c, n->name, path, routed, now_s, fresh_rv, &e);
+	if (r == 0) {
+		m = xcalloc(1, sizeof(*m));
+		snprintf(m->rv[0], sizeof(m->rv[0]), "%s", rv);
+		memcpy(m->rv[1], fresh_rv, sizeof(m->rv[1]));
+		m->routed = routed;
+		free(hmap_put(kept, n->name, m));
 		log_info(2, "Set NetworkUnavailable", "node", n->name, "status", routed ? "False" :
 		    "True", "reason", routed ? ROUTECTL_REASON_CREATED :
 		    ROUTECTL_REASON_NOT_CREATED, NULL);
-	else if (r == ERR_NOT_FOUND)
+	} else if (r == ERR_NOT_FOUND) {
 		log_info(2, "Node gone before its condition was written", "node", n->name, NULL);
-	else if (!routectl_stopping(c))
+	} else if (!routectl_stopping(c)) {
 		log_warn("Cannot update NetworkUnavailable", "node", n->name, "err", e.msg, NULL);
+	}
 	free(path);
 }
 
@@ -797,6 +841,7 @@ routectl_pass(struct routectl *c)
 	const struct store_obj **objs = NULL;
 	const struct kube_node **nodes;
 	struct routectl_plan plan;
+	struct hmap kept;
 	struct errbuf e = { "" };
 	int64_t t0 = clock_mono_ns();
 	size_t n = 0, i;
@@ -827,11 +872,14 @@ routectl_pass(struct routectl *c)
 	routectl_deletes(c, &plan, l.v, l.n);
 	if (!routectl_stopping(c))
 		routectl_creates(c, &plan, nodes, n);
+	hmap_init(&kept, HMAP_COPY_KEYS);
 	for (i = 0; i < n && !routectl_stopping(c); i++) {
 		int routed = routectl_node_routed(&plan, i);
 		if (routed >= 0)
-			routectl_condition(c, nodes[i], routed);
+			routectl_condition(c, nodes[i], routed, &kept);
 	}
+	hmap_free(&c->written, free);
+	c->written = kept;
 	if (!routectl_stopping(c))
 		metric_observe(routectl_m_pass, (double)(clock_mono_ns() - t0) / NS_PER_S);
 	routectl_plan_free(&plan);
@@ -994,6 +1042,7 @@ routectl_new(const struct routectl_config *cfg, struct routectl **ret, struct er
 	c->cfg.user_agent = c->user_agent;
 	pthread_mutex_init(&c->mu, NULL);
 	hmap_init(&c->warned, HMAP_COPY_KEYS);
+	hmap_init(&c->written, HMAP_COPY_KEYS);
 	h.arg = c;
 	if ((r = reflector_add_handlers(cfg->nodes, &h, e)) < 0) {
 		routectl_free(c);
@@ -1077,6 +1126,7 @@ routectl_free(struct routectl *c)
 		return;
 	routectl_stop(c);
 	hmap_free(&c->warned, NULL);
+	hmap_free(&c->written, free);
 	pthread_mutex_destroy(&c->mu);
 	free(c->cluster_name);
 	free(c->cluster_cidr);

@@ -34,7 +34,8 @@
  *   behind a test of the resourceVersion: from the cache when the Node has
  *   no such condition (one write), else from a fresh GET of the Node,
  *   retried on conflict (KUBE_CONFLICT_RETRIES re-reads, like upstream's 5
- *   tries). lastTransitionTime changes only with the status,
+ *   tries); a condition written that the cache does not show yet is taken
+ *   as written. lastTransitionTime changes only with the status,
  *   lastHeartbeatTime is the write's time. A condition another component
  *   (a CNI: CalicoIsUp, CiliumIsUp...) set, with any reason but ours, is
  *   NEVER overwritten (upstream overwrites it since January 2026);

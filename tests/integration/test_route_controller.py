@@ -153,8 +153,8 @@ def test_creates_a_route_per_pod_cidr_with_its_target_node(api, routes):
     assert begin["target"] == "a" and begin["targetCIDRs"] == ["10.244.1.0/24"]
     assert begin["hint"] == uid
     for name in ("a", "b"):
-        c = api.wait_for_object("nodes", name, pred=lambda o: any(
-            x["type"] == "NetworkUnavailable" for x in o["status"]["conditions"]))
+        api.wait_for_object("nodes", name, pred=lambda o: any(
+            x["type"] == "NetworkUnavailable" for x in o["status"]["conditions"]), timeout=15)
         c = network_unavailable(api, name)
         assert (c["status"], c["reason"], c["message"]) == (
             "False", "RouteCreated", "RouteController created a route")
@@ -199,7 +199,9 @@ def test_deletes_stale_and_blackholed_routes_inside_the_cluster_cidr(api, routes
     assert r.calls("create", "begin", node="a") == []
     # the blackholed route never counted: b's condition says routed only
     # once its new route exists, in that same pass
-    c = api.wait_for_object("nodes", "b", pred=lambda o: network_unavailable(api, "b"))
+    # (the fake logs a request once it has answered it: wait for the entry)
+    wait_until(lambda: status_writes(api, "b"), what="b's condition written")
+    r.wait_passes(2)
     assert network_unavailable(api, "b")["reason"] == "RouteCreated"
     assert len(status_writes(api, "b")) == 1
 
@@ -251,7 +253,8 @@ def test_a_new_node_gets_its_route_within_two_seconds(api, routes):
     got = r.wait(lambda: r.calls("create", "end", node="new", rc="ok"), timeout=10,
                  what="the new node's route")[0]
     assert got["t"] - t0 < 2.0, "route after %.2fs" % (got["t"] - t0)
-    api.wait_for_object("nodes", "new", pred=lambda o: network_unavailable(api, "new"))
+    api.wait_for_object("nodes", "new", pred=lambda o: network_unavailable(api, "new"),
+                        timeout=15)
     # one pass for the podCIDR; the registration alone triggered none
     assert len(r.calls("list")) == lists + 1
 
@@ -301,7 +304,8 @@ def test_condition_unchanged_is_not_written_and_a_cni_condition_is_left_alone(ap
     r = routes("--cluster-cidr", CIDR4, "--period", "0.2s",
                fails=[{"op": "create", "cidr": "10.244.1.0/24", "count": -1}])
     r.wait(lambda: r.calls("create", "end", node="plain", rc="ok"), what="plain's route")
-    api.wait_for_object("nodes", "plain", pred=lambda o: network_unavailable(api, "plain"))
+    api.wait_for_object("nodes", "plain", pred=lambda o: network_unavailable(api, "plain"),
+                        timeout=15)
     r.wait(lambda: r.calls("create", "end", node="calico"), what="calico's failed create")
     r.wait_passes(4)
     assert network_unavailable(api, "calico") == cni[0]
@@ -320,19 +324,21 @@ def test_condition_follows_route_creation_failures(api, routes):
     r = routes("--cluster-cidr", CIDR4, "--period", "0.3s",
                fails=[{"op": "create", "count": -1, "code": "rate-limited"}])
     r.wait(lambda: r.calls("create", "end", rc="too many requests"), what="a failed create")
-    c = api.wait_for_object("nodes", "w", pred=lambda o: network_unavailable(api, "w") and
-                            network_unavailable(api, "w")["reason"] == "NoRouteCreated")
+    # (the fake logs a request once it has answered it: wait for the entry)
+    wait_until(lambda: status_writes(api, "w"), what="w's condition written")
     c = network_unavailable(api, "w")
+    assert c["reason"] == "NoRouteCreated"
     assert (c["status"], c["message"]) == ("True", "RouteController failed to create a route")
     seq = api.log_seq()
     r.wait_passes(3)
     assert status_writes(api, "w", seq) == []     # unchanged: not written again
     r.cmd(cmd="clear")
     r.wait(lambda: r.calls("create", "end", node="w", rc="ok"), what="the route at last")
-    api.wait_for_object("nodes", "w", pred=lambda o: network_unavailable(api, "w")["reason"] ==
-                        "RouteCreated")
+    wait_until(lambda: status_writes(api, "w", seq), what="w's condition rewritten")
+    r.wait_passes(2)
     c2 = network_unavailable(api, "w")
-    assert c2["status"] == "False"
+    assert (c2["status"], c2["reason"]) == ("False", "RouteCreated")
+    assert c2["lastTransitionTime"] >= c["lastTransitionTime"]
     writes = status_writes(api, "w", seq)
     # the condition exists now: read, then replaced in place
     assert len(writes) == 1 and writes[0]["body"][1]["op"] == "replace"
