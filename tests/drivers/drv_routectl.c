@@ -480,13 +480,13 @@ main(int argc, char **argv)
 		else if (strcmp(a, "--period") == 0 && duration_parse(val, &cfg.period_ns) == 0)
 			;
 		else if (strcmp(a, "--concurrency") == 0)
-			cfg.concurrency = atoi(val);
+			cfg.concurrency = (int)strtol(val, NULL, 10);
 		else if (strcmp(a, "--cluster-name") == 0)
 			cfg.cluster_name = val;
 		else if (strcmp(a, "--seed") == 0 && (seed = json_object_from_file(val)) != NULL)
 			;
 		else if (strcmp(a, "-v") == 0)
-			v = atol(val);
+			v = strtol(val, NULL, 10);
 		else {
 			fprintf(stderr, "drv_routectl: bad option %s %s\n", a, val);
 			return 2;
