@@ -16,6 +16,7 @@
 #include "controllers/nodectl.h"
 #include "controllers/nodelifecycle.h"
 #include "controllers/servicectl.h"
+#include "controllers/routectl.h"
 #include "err.h"
 #include "jsonx.h"
 #include "kube/client.h"
@@ -246,6 +247,7 @@ struct daemon {
 	struct nodelifecycle *lifecycle; /* cloud-node-lifecycle: the leader only */
 	struct servicectl *servicectl; /* service: its handlers on both caches,
 	                                  its workers on the leader only */
+	struct routectl *routectl;   /* route: handlers always, passes on the leader */
 };
 
 /* /readyz: ready once every reflector's first LIST has been delivered. The
@@ -305,6 +307,8 @@ daemon_started_leading(void *arg)
 	/* the service controller waits for the Service and Node caches itself */
 	if (d->servicectl && servicectl_start(d->servicectl, &e) < 0)
 		log_error("Cannot start the service controller", "err", e.msg, NULL);
+	if (d->routectl && routectl_start(d->routectl, &e) < 0)
+		log_error("Cannot start route", "err", e.msg, NULL);
 }
 
 /* daemon_stopped_leading returns once the shared controllers have stopped
@@ -319,6 +323,7 @@ daemon_stopped_leading(void *arg)
 	nodelifecycle_free(d->lifecycle);
 	d->lifecycle = NULL;
 	servicectl_stop(d->servicectl);
+	routectl_stop(d->routectl);
 	if (d->nodectl)
 		nodectl_set_leading(d->nodectl, 0);
 }
@@ -428,6 +433,53 @@ daemon_servicectl(struct daemon *d, struct reflector *services, struct reflector
 	return r;
 }
 
+/* daemon_routectl creates the route controller on the node reflector
+ * (before it starts: the controller adds its handlers); it runs passes only
+ * while leading. Like upstream: not without --configure-cloud-routes or a
+ * provider with routes, and, said once, not without --cluster-cidr. */
+static int
+daemon_routectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
+{
+	const struct options *o = d->o;
+	struct routectl_config rc = {
+		.kc = &d->kc,
+		.nodes = nodes,
+		.provider = d->provider,
+		.provider_state = d->provider_state,
+		.events = d->events,
+		.cluster_name = o->cluster_name,
+		.cluster_cidr = o->cluster_cidr,
+		.period_ns = o->route_reconciliation_period_ns,
+		.concurrency = o->concurrent_route_syncs,
+		.user_agent = "bootccm/" BOOTCCM_VERSION,
+	};
+	int r;
+
+	if (d->provider == NULL || !options_controller_enabled(o, OPTIONS_CTRL_ROUTE))
+		return 0;
+	if (!o->configure_cloud_routes) {
+		log_info(1, "route does not run", "reason", "--configure-cloud-routes=false", NULL);
+		return 0;
+	}
+	if (d->provider->routes == NULL) {
+		log_info(1, "route does not run", "reason", "the cloud provider does not support "
+		    "routes", "provider", d->provider->name, NULL);
+		return 0;
+	}
+	if (o->cluster_cidr == NULL || strspn(o->cluster_cidr, " \t") == strlen(o->cluster_cidr)) {
+		log_warn("--configure-cloud-routes is set and the cloud provider supports routes, "
+		    "but --cluster-cidr is empty: the route controller does not run", "provider",
+		    d->provider->name, NULL);
+		return 0;
+	}
+	r = routectl_new(&rc, &d->routectl, e);
+	if (r == ERR_NOT_IMPLEMENTED) {
+		log_info(1, "route does not run", "reason", e->msg, NULL);
+		return 0;
+	}
+	return r;
+}
+
 /* daemon_informers creates and starts the reflectors every replica runs. */
 static int
 daemon_informers(struct daemon *d, struct errbuf *e)
@@ -457,12 +509,15 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 	    (r = reflector_new(&d->kc, &services, &rs, e)) < 0 ||
 	    (r = daemon_nodectl(d, rn, e)) < 0 ||
 	    (r = daemon_servicectl(d, rs, rn, e)) < 0 ||
+	    (r = daemon_routectl(d, rn, e)) < 0 ||
 	    (r = reflector_start(rn, e)) < 0 ||
 	    (r = reflector_start(rs, e)) < 0 ||
 	    (d->nodectl && (r = nodectl_start(d->nodectl, e)) < 0)) {
 		nodectl_free(d->nodectl);
 		d->nodectl = NULL;
 		reflector_free(rn);
+		routectl_free(d->routectl);   /* after its reflector: its handlers */
+		d->routectl = NULL;
 		reflector_free(rs);
 		servicectl_free(d->servicectl);  /* its handlers ran on both */
 		d->servicectl = NULL;
@@ -623,7 +678,9 @@ stop:
 	lease_free(d.lease);
 	nodelifecycle_free(d.lifecycle);
 	nodectl_free(d.nodectl);    /* its workers read the node cache */
+	routectl_stop(d.routectl);  /* its passes read it too */
 	reflector_free(d.nodes);
+	routectl_free(d.routectl);  /* after its reflector: its handlers */
 	reflector_free(d.services);
 	servicectl_free(d.servicectl);  /* after the reflectors: its handlers ran on them */
 	if (d.events)

@@ -9,6 +9,7 @@
 #include "flags.h"
 #include "cloud.h"
 #include "controllers/servicectl.h"
+#include "controllers/routectl.h"
 #include "log.h"
 #include "metadata/cmd.h"
 #include "metadata/metadata.h"
@@ -61,6 +62,8 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	  "Specifies how often the controller updates nodes' status (addresses).", 0 },
 	{ "route-reconciliation-period", FLAG_DURATION, O(route_reconciliation_period_ns), "10s",
 	  "The period for reconciling routes created for Nodes by the cloud provider.", 0 },
+	{ "concurrent-route-syncs", FLAG_INT, O(concurrent_route_syncs), "200",
+	  "Number of route operations (creates, deletes) the route controller asks of the cloud provider at once; a rate-limited cloud API wants fewer.", 0 },
 	{ "min-resync-period", FLAG_DURATION, O(min_resync_period_ns), "12h0m0s",
 	  "The resync period in reflectors will be random between MinResyncPeriod and 2*MinResyncPeriod.", 0 },
 	{ "load-balancer-class", FLAG_STRINGS, O(load_balancer_classes), NULL,
@@ -203,6 +206,16 @@ options_validate(const struct options *o, struct errbuf *e)
 		const struct cloud_provider *p;
 		r = cloud_provider_lookup(o->cloud_provider, &p, e);
 		if (r < 0)
+			return r;
+	}
+	/* the route controller's flags (an empty --cluster-cidr: it does not
+	 * run, which the daemon says) */
+	if (o->concurrent_route_syncs < 1)
+		return errbuf_set(e, ERR_INVALID, "--concurrent-route-syncs must be at least 1");
+	if (o->cluster_cidr && strspn(o->cluster_cidr, " \t") < strlen(o->cluster_cidr)) {
+		struct netprefix cidrs[ROUTECTL_CIDRS_MAX];
+		size_t ncidrs;
+		if ((r = routectl_cidrs_parse(o->cluster_cidr, cidrs, &ncidrs, e)) < 0)
 			return r;
 	}
 	if (o->node_deletion_grace_period_ns < 0)

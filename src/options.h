@@ -43,6 +43,7 @@ struct options {
 	int64_t node_status_update_frequency_ns;
 	int64_t node_deletion_grace_period_ns;
 	int64_t route_reconciliation_period_ns;
+	int concurrent_route_syncs;
 	int64_t min_resync_period_ns;
 
 	/* service controller */
