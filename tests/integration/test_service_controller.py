@@ -18,9 +18,8 @@ import threading
 import time
 
 import pytest
-import yaml
 
-from conftest import ROOT, driver_path, wait_until
+from conftest import driver_path, load_rbac, wait_until
 
 USER = "system:cloud-controller-manager"
 FIN = "service.kubernetes.io/load-balancer-cleanup"
@@ -61,11 +60,7 @@ def ip_status(ip, mode=None):
 
 class Driver(object):
     def __init__(self, api, tmp, script, *args):
-        for o in yaml.safe_load_all(open(os.path.join(ROOT, "static-pod", "rbac.yaml"))):
-            if o and api.get_object(o["kind"].lower() + "s", o["metadata"]["name"],
-                                    namespace=o["metadata"].get("namespace", ""),
-                                    group="rbac.authorization.k8s.io") is None:
-                api.create_object(o)
+        load_rbac(api)
         self.script = os.path.join(tmp, "script.json")
         self.write(script)
         kc = api.write_kubeconfig(os.path.join(tmp, "kc"), user=USER, groups=(),
