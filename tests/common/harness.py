@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 import apiserver  # noqa: E402
 
 __all__ = ["ROOT", "bootccm_path", "driver_path", "free_port", "https_get", "wait_until",
-           "run", "Daemon", "rbac_objects", "load_rbac",
+           "run", "Daemon", "rbac_objects", "load_rbac", "metrics_reader",
            # fixtures
            "bootccm", "tmp", "api", "daemon"]
 
@@ -66,6 +66,23 @@ def load_rbac(srv, kinds=None):
                           namespace=o["metadata"].get("namespace", ""),
                           group="rbac.authorization.k8s.io") is None:
             srv.create_object(o)
+
+
+def metrics_reader(srv, token, user="metrics-reader"):
+    """Registers token for user and lets user get /metrics (a ClusterRole
+    and its binding named after the user), as a Prometheus scraper is set
+    up; returns token."""
+    srv.add_token(token, user)
+    srv.create_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                       "metadata": {"name": user},
+                       "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
+    srv.create_object({"apiVersion": "rbac.authorization.k8s.io/v1",
+                       "kind": "ClusterRoleBinding", "metadata": {"name": user},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                   "kind": "ClusterRole", "name": user},
+                       "subjects": [{"kind": "User", "name": user,
+                                     "apiGroup": "rbac.authorization.k8s.io"}]})
+    return token
 
 
 @pytest.fixture(scope="session")

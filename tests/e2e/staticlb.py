@@ -15,7 +15,7 @@ import time
 import pytest
 import yaml
 
-from conftest import free_port, https_get, load_rbac, wait_until
+from conftest import free_port, https_get, load_rbac, metrics_reader, wait_until
 
 USER = "system:cloud-controller-manager"
 FIN = "service.kubernetes.io/load-balancer-cleanup"
@@ -45,17 +45,7 @@ class StaticLB(object):
         self.d = None
         self.port = None
         load_rbac(api)
-        api.add_token(METRICS_TOKEN, "lb-metrics-reader")
-        api.create_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                           "metadata": {"name": "lb-metrics-reader"},
-                           "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
-        api.create_object({"apiVersion": "rbac.authorization.k8s.io/v1",
-                           "kind": "ClusterRoleBinding",
-                           "metadata": {"name": "lb-metrics-reader"},
-                           "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                       "kind": "ClusterRole", "name": "lb-metrics-reader"},
-                           "subjects": [{"kind": "User", "name": "lb-metrics-reader",
-                                         "apiGroup": "rbac.authorization.k8s.io"}]})
+        metrics_reader(api, METRICS_TOKEN, "lb-metrics-reader")
         for n in ("n1", "n2"):
             self.node(n)
         self.kc = api.write_kubeconfig(os.path.join(tmp, "kc"), user=USER, groups=(),
