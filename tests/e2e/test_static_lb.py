@@ -8,8 +8,10 @@ request log recorded from bootccm's user.
    writes, and no more; a third, kube-vip.io/loadbalancerIPs, only with
    kubeVipAnnotation, removed again at cleanup.
 2. A change of ports or annotations syncs it again, a label does not.
-3. Deleted: the finalizer goes only once the address is released, and only
-   then does a waiting Service get it (within 2 s).
+3. Deleted: DeletingLoadBalancer, the release, then the finalizer's
+   removal and DeletedLoadBalancer; while the Service is still there no
+   other shows its address, and once it is gone a waiting Service gets it
+   within 2 s, not after its backoff.
 4. type LoadBalancer -> ClusterIP: cleanup, the address freed.
 5. Classes: a foreign loadBalancerClass is left alone (its address still
    counts as taken), a configured one is served.
