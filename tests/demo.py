@@ -212,10 +212,10 @@ def rbac(srv):
 def bare_metal(bootccm):
     """The static provider: nodes from an inventory, a LoadBalancer
     Service's address from a pool. Returns 0 when both came true."""
-    state = tempfile.mkdtemp(prefix="bootccm-demo-metal-")
     say("=== A bare-metal cluster: --cloud-provider=static")
     say()
-    with apiserver.FakeAPIServer(state_dir=state) as srv:
+    with tempfile.TemporaryDirectory(prefix="bootccm-demo-metal-") as state, \
+            apiserver.FakeAPIServer(state_dir=state) as srv:
         say("Fake API server on %s" % srv.url)
         rbac(srv)
         for name, path, text in (("inventory", "inventory.yaml", INVENTORY),
@@ -265,8 +265,8 @@ def main():
     ap.add_argument("--bootccm", default=os.path.join(ROOT, "build", "bootccm"))
     args = ap.parse_args()
 
-    state = tempfile.mkdtemp(prefix="bootccm-demo-")
-    with apiserver.FakeAPIServer(state_dir=state) as srv, \
+    with tempfile.TemporaryDirectory(prefix="bootccm-demo-") as state, \
+            apiserver.FakeAPIServer(state_dir=state) as srv, \
             FakeMetadata("ec2").start() as md, \
             FakeMetadata("ec2", WORKER_IDENTITY).start() as worker_md:
         say("Fake API server on %s (certificate without 127.0.0.1, like kubeadm's)" % srv.url)
