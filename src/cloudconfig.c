@@ -10,6 +10,7 @@
 #include "cloudconfig.h"
 #include "duration.h"
 #include "err.h"
+#include "readfile.h"
 #include "xalloc.h"
 #include "yamltree.h"
 
@@ -184,6 +185,13 @@ cloudconfig_value(const struct cloudconfig_ctx *c, const struct cloudconfig_key 
 			    CLOUDCONFIG_STRING_MAX - 1);
 		if (!cloudconfig_cstring(v))
 			return cloudconfig_kind_err(c, v, k->key, "a string", section);
+		if (k->check != NULL) {
+			struct errbuf why = { "" };
+			int r = k->check(v->scalar, &why);
+			if (r < 0)
+				return errbuf_set(c->e, r, "%s:%d:%d: key \"%s\" in %s: %s", c->name,
+				    v->line, v->col, k->key, section, why.msg);
+		}
 		*(char **)field = xstrdup(v->scalar);
 		return 0;
 	case CLOUDCONFIG_BOOL:
@@ -319,25 +327,17 @@ int
 cloudconfig_load(const char *path, const struct cloudconfig_key *schema,
     void *out, size_t out_size, struct errbuf *e)
 {
-	FILE *f;
-	char *buf;
-	size_t n;
+	char *buf = NULL;
+	size_t n = 0;
 	int r;
 
 	if (path == NULL || *path == '\0')
 		return cloudconfig_parse("", 0, "cloud-config", schema, out, out_size, e);
-	if ((f = fopen(path, "rb")) == NULL)
-		return errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-	buf = xmalloc(CLOUDCONFIG_FILE_MAX + 1);
-	n = fread(buf, 1, CLOUDCONFIG_FILE_MAX + 1, f);
-	if (ferror(f))
-		r = errbuf_set(e, ERR_IO, "%s: read error", path);
-	else
-		r = cloudconfig_parse(buf, n, path, schema, out, out_size, e);
-	fclose(f);
+	if ((r = readfile(path, CLOUDCONFIG_FILE_MAX, 0, &buf, &n, e)) < 0)
+		return r;
+	r = cloudconfig_parse(buf, n, path, schema, out, out_size, e);
 	/* cloud-configs hold credentials for API-backed providers */
-	explicit_bzero(buf, n);
-	free(buf);
+	readfile_free(buf, n);
 	return r;
 }
 
