@@ -128,7 +128,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "drv_serve: cannot register the checks\n");
 		return 1;
 	}
-	if ((r = serve_start(&o, &kc, &e)) < 0) {
+	if ((r = serve_start(&o, &kc, &kc, &e)) < 0) {
 		json_object *err = json_object_new_object();
 		json_object_object_add(err, "event", json_object_new_string("error"));
 		json_object_object_add(err, "code", json_object_new_string(err_str(r)));
