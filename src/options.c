@@ -120,7 +120,7 @@ static const struct options_compat options_compat[] = {
 	{ "webhooks", FLAG_STRING, OPTIONS_REFUSED, "",
 	  "Refused: bootccm serves no webhooks; remove the flag." },
 	{ "tls-cipher-suites", FLAG_STRING, OPTIONS_REFUSED, "",
-	  "Refused: the serving cipher suites are fixed (TLS 1.2 and 1.3 AEAD suites); remove the flag." },
+	  "Refused: the serving cipher suites are wolfSSL's own for TLS 1.2 and 1.3 and cannot be chosen; remove the flag." },
 	{ "tls-min-version", FLAG_STRING, OPTIONS_REFUSED, "|VersionTLS12",
 	  "Refused: bootccm serves TLS 1.2 and later and cannot require more; use VersionTLS12 or remove the flag." },
 	{ "tls-sni-cert-key", FLAG_STRING, OPTIONS_REFUSED, "",
