@@ -110,9 +110,10 @@ def test_a_kubeadm_style_upstream_command_line_starts(api, tmp, daemon):
     assert code == 200
     code, body = https_get(port, "/metrics", "scraper-token-0123456789")
     assert code == 200 and "bootccm_build_info" in body
-    # each review went to its own kubeconfig's identity
-    log = api.request_log()
-    reviews = {(e.get("resource"), e["user"]) for e in log
+    # each review went to its own kubeconfig's identity (the fake logs a
+    # request once answered: the answer can be here before the entry)
+    api.wait_for_request(lambda e: e.get("resource") == "subjectaccessreviews")
+    reviews = {(e.get("resource"), e["user"]) for e in api.request_log()
                if e.get("resource") in ("tokenreviews", "subjectaccessreviews")}
     assert reviews == {("tokenreviews", "ccm-authn"),
                        ("subjectaccessreviews", "ccm-authz")}, reviews

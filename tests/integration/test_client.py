@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from conftest import driver_path, wait_until
+from conftest import driver_path, logged_all, wait_until
 
 NODES = "/api/v1/nodes"
 CMS = "/api/v1/namespaces/default/configmaps"
@@ -43,7 +43,8 @@ def t_of(entry):
 
 
 def hits(api, seq, path, method=None):
-    return [e for e in api.request_log(since=seq)
+    """The requests of path logged since seq, once the driver is gone."""
+    return [e for e in logged_all(api).request_log(since=seq)
             if e["path"] == path and (method is None or e["method"] == method)]
 
 
