@@ -160,14 +160,15 @@ daemon_connect_config(const struct options *o, struct kubeconfig *kc, struct err
 /* daemon_review_config loads the kubeconfig of the serving endpoint's
  * TokenReviews or SubjectAccessReviews (--authentication-kubeconfig,
  * --authorization-kubeconfig) into kc and returns it, or main when path is
- * empty: the --kubeconfig identity reviews then, as before those flags. */
+ * empty (the --kubeconfig identity reviews then, as before those flags) or
+ * nothing is served (--secure-port=0: upstream reads them only to serve). */
 static struct kubeconfig *
-daemon_review_config(const char *path, struct kubeconfig *main, struct kubeconfig *kc,
-    const char *flag, struct errbuf *e)
+daemon_review_config(const struct options *o, const char *path, struct kubeconfig *main,
+    struct kubeconfig *kc, const char *flag, struct errbuf *e)
 {
 	int r;
 
-	if (path == NULL || *path == '\0')
+	if (path == NULL || *path == '\0' || o->secure_port == 0)
 		return main;
 	if ((r = kubeconfig_load(path, NULL, kc, e)) < 0) {
 		errbuf_prefix(e, r, "%s", flag);
@@ -552,9 +553,9 @@ daemon_run(const struct options *o)
 	/* the wait for the API server is a retry loop of its own: one attempt per
 	 * call, so a server that comes up is seen at the next poll */
 	kube_client_set_retries(&c, 0, 0, 0);
-	if ((authn = daemon_review_config(o->authentication_kubeconfig, &d.kc, &d.authn_kc,
+	if ((authn = daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
 	    "--authentication-kubeconfig", &e)) == NULL ||
-	    (authz = daemon_review_config(o->authorization_kubeconfig, &d.kc, &d.authz_kc,
+	    (authz = daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
 	    "--authorization-kubeconfig", &e)) == NULL) {
 		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
 		rc = 1;
@@ -654,9 +655,9 @@ daemon_validate(const struct options *o)
 	int rc = 2;
 
 	if (daemon_connect_config(o, &d.kc, &e) < 0 ||
-	    daemon_review_config(o->authentication_kubeconfig, &d.kc, &d.authn_kc,
+	    daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
 	    "--authentication-kubeconfig", &e) == NULL ||
-	    daemon_review_config(o->authorization_kubeconfig, &d.kc, &d.authz_kc,
+	    daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
 	    "--authorization-kubeconfig", &e) == NULL)
 		goto out;
 	if (daemon_provider(&d, &e) < 0) {
