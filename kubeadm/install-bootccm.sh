@@ -327,6 +327,33 @@ normalize_ref() {
 	printf '%s\n' "$ref"
 }
 
+# kubeconfig_text [CA_DATA CERT_DATA KEY_DATA]: the kubeconfig step 2
+# writes, with the CA and the client certificate and key (base64); without
+# them, the same without credentials (what --validate is given before step 2).
+kubeconfig_text() {
+	printf 'apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n'
+	[ -z "${1:-}" ] || printf '    certificate-authority-data: %s\n' "$1"
+	cat <<-EOF
+		    server: $SERVER
+		    tls-server-name: $TLS_SERVER_NAME
+		  name: kubernetes
+		contexts:
+		- context:
+		    cluster: kubernetes
+		    user: $CCM_USER
+		  name: $CCM_USER@kubernetes
+		current-context: $CCM_USER@kubernetes
+		preferences: {}
+		users:
+		- name: $CCM_USER
+	EOF
+	if [ -n "${2:-}" ]; then
+		printf '  user:\n    client-certificate-data: %s\n    client-key-data: %s\n' "$2" "$3"
+	else
+		printf '  user: {}\n'
+	fi
+}
+
 # is_bootccm BIN: BIN runs and says it is bootccm.
 is_bootccm() {
 	[ -f "$1" ] && [ -x "$1" ] || return 1
@@ -364,24 +391,7 @@ validate_command() {
 	fi
 	[ -z "$CLOUD_CONFIG" ] || [ -f "$CLOUD_CONFIG" ] || die "cloud config not found: $CLOUD_CONFIG"
 	render_manifest "$MANIFEST_SRC" "$WORK/validate.yaml"
-	cat >"$WORK/validate.conf" <<-EOF
-		apiVersion: v1
-		kind: Config
-		clusters:
-		- cluster:
-		    server: $SERVER
-		    tls-server-name: $TLS_SERVER_NAME
-		  name: kubernetes
-		contexts:
-		- context:
-		    cluster: kubernetes
-		    user: $CCM_USER
-		  name: $CCM_USER@kubernetes
-		current-context: $CCM_USER@kubernetes
-		users:
-		- name: $CCM_USER
-		  user: {}
-	EOF
+	kubeconfig_text >"$WORK/validate.conf"
 	cc=$CLOUD_CONFIG
 	[ -n "$cc" ] || [ ! -f "$P_CLOUD_CONFIG" ] || cc=$P_CLOUD_CONFIG
 	if [ -z "$cc" ]; then
@@ -641,31 +651,7 @@ write_kubeconfig() {
 	ca_data=$(base64 -w0 <"$P_PKI/ca.crt")
 	crt_data=$(base64 -w0 <"$d/crt")
 	key_data=$(base64 -w0 <"$d/key")
-	(
-		umask 077
-		cat >"$d/kubeconfig" <<-EOF
-			apiVersion: v1
-			kind: Config
-			clusters:
-			- cluster:
-			    certificate-authority-data: $ca_data
-			    server: $SERVER
-			    tls-server-name: $TLS_SERVER_NAME
-			  name: kubernetes
-			contexts:
-			- context:
-			    cluster: kubernetes
-			    user: $CCM_USER
-			  name: $CCM_USER@kubernetes
-			current-context: $CCM_USER@kubernetes
-			preferences: {}
-			users:
-			- name: $CCM_USER
-			  user:
-			    client-certificate-data: $crt_data
-			    client-key-data: $key_data
-		EOF
-	)
+	(umask 077 && kubeconfig_text "$ca_data" "$crt_data" "$key_data" >"$d/kubeconfig")
 	mkdir -p "$(dirname "$P_KUBECONFIG")"
 	if [ -f "$P_KUBECONFIG" ]; then
 		(umask 077 && cp -p "$P_KUBECONFIG" "$P_KUBECONFIG.old")
