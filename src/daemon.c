@@ -274,9 +274,10 @@ daemon_check_kubeconfig(const struct options *o)
 		log_print(STDERR_FILENO, "bootccm: check-kubeconfig: %s\n", e.msg);
 		return 1;
 	}
-	/* one attempt per request, all of them within the deadline */
+	/* one attempt per request, all of them within the one deadline of a
+	 * one-shot command */
 	kube_client_set_retries(&c, 0, 0, 0);
-	kube_client_set_deadline(&c, deadline);
+	http_set_deadline(deadline);
 	log_print(STDOUT_FILENO, "server: %s\n", kc.server);
 	if ((r = daemon_server_version(&c, version, sizeof(version), &e)) < 0)
 		goto fail;

@@ -383,8 +383,11 @@ http_do(struct http_client *c, const struct http_request *req,
 	if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
 		return errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
 	if (deadline != 0) {
-		int64_t left_ms = (deadline - clock_mono_ns()) / NS_PER_MS;
-		if (left_ms <= 0)
+		/* rounded up: curl's timer starts after this, so a transfer it
+		 * times out has run to the deadline, not a hair short of it */
+		int64_t left_ns = deadline - clock_mono_ns();
+		int64_t left_ms = (left_ns + NS_PER_MS - 1) / NS_PER_MS;
+		if (left_ns <= 0)
 			return errbuf_set(e, ERR_TIMEOUT, "%s %s: not sent: the deadline passed",
 			    method, req->url);
 		if (timeout_ms == 0 || timeout_ms > left_ms)
