@@ -11,6 +11,7 @@
 #include <yaml.h>
 
 #include "daemon.h"
+#include "doctor/cmd.h"
 #include "err.h"
 #include "http.h"
 #include "log.h"
@@ -75,6 +76,8 @@ main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "metadata") == 0)
 		return md_cmd(argc - 1, argv + 1, &daemon_stop);
+	if (argc > 1 && strcmp(argv[1], "doctor") == 0)
+		return doctor_cmd(argc - 1, argv + 1, &daemon_stop);
 	if (argc > 1 && strcmp(argv[1], "check-kubeconfig") == 0) {
 		check = 1;
 		first = 2;
