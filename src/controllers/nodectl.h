@@ -89,6 +89,10 @@ void nodectl_set_leading(struct nodectl *c, int leading);
 
 /* nodectl_stop shuts the queue down and joins the workers. Idempotent. */
 void nodectl_stop(struct nodectl *c);
+
+/* nodectl_free stops c and frees it. Only once the node reflector runs no
+ * more (reflector_stop: its handlers use c); the cache may still be read by
+ * the workers until they are joined here. NULL is fine. */
 void nodectl_free(struct nodectl *c);
 
 /* --- the pure parts, for tests -------------------------------------------- */

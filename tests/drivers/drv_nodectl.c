@@ -252,6 +252,7 @@ main(int argc, char **argv)
 	printf("{\"event\":\"ready\"}\n");
 	fflush(stdout);
 	stop_sleep_until(&drv_stop, INT64_MAX);
+	reflector_stop(nodes);  /* its thread calls the controller's handlers */
 	nodectl_free(c);
 	reflector_free(nodes);
 	events_stop(ev, 2 * NS_PER_S);
