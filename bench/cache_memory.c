@@ -199,7 +199,7 @@ bench_on_item(const char *item, size_t len, void *arg)
 	json_object *o;
 	struct errbuf e;
 
-	if (kube_watch_parse(item, len, &o, &e) < 0)
+	if (kube_watch_parse_keep(item, len, kube_node_fields, &o, &e) < 0)
 		bench_die(e.msg);
 	bench_store_obj(b, o);
 	json_object_put(o);
@@ -213,7 +213,7 @@ bench_on_line(const char *line, size_t len, void *arg)
 	struct kube_watch_event ev;
 	struct errbuf e;
 
-	if (kube_watch_event_decode(line, len, &ev, &e) < 0)
+	if (kube_watch_event_decode(line, len, kube_node_fields, &ev, &e) < 0)
 		bench_die(e.msg);
 	bench_store_obj(b, ev.object);
 	kube_watch_event_free(&ev);
