@@ -457,26 +457,13 @@ nodectl_get(struct kube_client *kc, const char *name, const struct kube_node **r
 
 	if ((r = kube_path(&path, "/api/v1", NULL, "nodes", name, NULL, NULL)) < 0)
 		return errbuf_set(e, r, "node %s: bad name", name);
-	r = kube_request(kc, "GET", path, NULL, NULL, &o, NULL, e);
+	r = kube_request_keep(kc, "GET", path, NULL, NULL, kube_node_fields, &o, NULL, e);
 	free(path);
 	if (r == 0) {
 		r = kube_node_decode(o, ret, e);
 		json_object_put(o);
 	}
 	return r;
-}
-
-/* nodectl_rv returns an answer's metadata.resourceVersion, or NULL. */
-static const char *
-nodectl_rv(json_object *o)
-{
-	json_object *md = NULL;
-	const char *rv = NULL;
-
-	if (jsonx_object(o, "", "metadata", JSONX_REQUIRED, &md, NULL) < 0 ||
-	    jsonx_str(md, "metadata", "resourceVersion", JSONX_REQUIRED, &rv, NULL, NULL) < 0)
-		return NULL;
-	return rv;
 }
 
 /* nodectl_patch_node sends ops (nodectl_node_ops) to the Node behind a test
@@ -507,9 +494,9 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
     size_t mid_len, struct errbuf *e)
 {
 	struct cloud_address *addrs;
-	json_object *patch = NULL, *ret = NULL, *ops = NULL;
+	json_object *patch = NULL, *ops = NULL;
 	const char *rv = n->obj.resource_version;
-	char *path = NULL;
+	char *path = NULL, mid[NODECTL_RV_MAX];
 	size_t k = 0;
 	int r;
 
@@ -531,18 +518,14 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
 		if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, "status", NULL)) < 0)
 			goto out;
 		patch = nodectl_status_patch(addrs, k);
-		r = kube_patch_merge(kc, path, patch, rv, &ret, NULL, e);
+		/* the second write is conditional on the first's result: only
+		 * its resourceVersion is read from the answer */
+		r = kube_patch_merge_rv(kc, path, patch, rv, mid, sizeof(mid), e);
 		free(path);
 		path = NULL;
 		if (r < 0)
 			goto out;
-		/* the second write is conditional on the first's result (ret
-		 * lives until out) */
-		if ((rv = nodectl_rv(ret)) == NULL || strlen(rv) >= NODECTL_RV_MAX) {
-			r = errbuf_set(e, ERR_INVALID, "node %s: the status write's answer has no "
-			    "usable metadata.resourceVersion", n->name);
-			goto out;
-		}
+		rv = mid;
 		if (ret_mid_rv != NULL)
 			snprintf(ret_mid_rv, mid_len, "%s", rv);
 	}
@@ -550,7 +533,6 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
 	r = nodectl_patch_node(kc, n->name, ops, rv, e);
 out:
 	json_object_put(patch);
-	json_object_put(ret);
 	json_object_put(ops);
 	free(addrs);
 	return r;
