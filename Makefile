@@ -61,6 +61,11 @@ STATIC_CFLAGS := -std=gnu11 -Os -ffunction-sections -fdata-sections $(WARN) \
 STATIC_LDFLAGS := -static -Wl,--gc-sections -s -L$(DEPS)/lib
 STATIC_LIBS := -lcurl -lwolfssl -ljson-c -lyaml -lm
 STATIC_OBJS := $(patsubst %.c,$(BUILD)/static/%.o,$(CORE) src/main.c $(TLS_STATIC))
+# The allocator: mimalloc's single object (scripts/deps.sh) defines malloc,
+# free and the rest, so musl's mallocng is not linked for them. Four times
+# faster JSON parsing than mallocng, for ~65 KiB (docs/build.md). The glibc
+# sanitizer and fuzz builds keep their own allocators.
+STATIC_ALLOC := $(DEPS)/lib/mimalloc.o
 
 # --- glibc builds against Debian's -dev packages -----------------------------
 DEV_CC := gcc
@@ -109,7 +114,7 @@ $(BUILD)/static/src/main.o: $(BUILD)/gen/version.h
 
 $(BUILD)/bootccm: $(STATIC_OBJS) $(BUILD)/deps.key
 	$(call say,LD,$@)
-	$(Q)$(STATIC_CC) $(STATIC_LDFLAGS) -o $@ $(STATIC_OBJS) $(STATIC_LIBS)
+	$(Q)$(STATIC_CC) $(STATIC_LDFLAGS) -o $@ $(STATIC_ALLOC) $(STATIC_OBJS) $(STATIC_LIBS)
 	@ls -l $@ | awk '{printf "bootccm: %s bytes (%.2f MiB), ", $$5, $$5/1048576}'; file -b $@ | cut -d, -f1-5
 
 $(BUILD)/dev/%.o: %.c | $(BUILD)/gen/version.h

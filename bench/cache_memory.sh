@@ -21,37 +21,21 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 out="$BUILD/bench"
 mkdir -p "$out"
 
-# the Makefile's warnings
-WARN="-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith
-	-Wformat=2 -Wvla -Wno-format-truncation"
-LIBS="-lcurl -lwolfssl -ljson-c -lyaml -lm"
-
 # The benchmark links the project's own modules from an archive of all of
-# them, so the linker takes the ones it uses (the watch splitter, the Node
-# decoder, the store and whatever they build on) without a list here that
-# would go stale.
-# core_srcs TLS: every source of the product but main.c, with the TLS glue TLS
-# (src/tlsctx_wolfssl.c for the static build, src/tlsctx_blob.c for glibc).
-core_srcs() {
-	for f in src/*.c src/*/*.c providers/*/*.c; do
-		case $f in src/main.c|src/tlsctx_*.c) [ "$f" = "$1" ] || continue ;; esac
-		echo "$f"
-	done
-}
+# them (bench/archives.sh), so the linker takes the ones it uses (the watch
+# splitter, the Node decoder, the store and whatever they build on).
+. bench/archives.sh
 
 REFLECTOR=${REFLECTOR:-1}
 variants=""
 if command -v musl-gcc >/dev/null 2>&1; then
-	# the objects of the shipped binary, as `make` builds them (-Os)
-	make -s BUILD="$BUILD" static >/dev/null
-	rm -f "$out/libbootccm-musl.a"
-	for f in $(core_srcs src/tlsctx_wolfssl.c); do
-		ar rcs "$out/libbootccm-musl.a" "$BUILD/static/${f%.c}.o"
-	done
+	# the objects of the shipped binary and its allocator, linked as the
+	# Makefile links bootccm
+	bench_musl_archive
 	# shellcheck disable=SC2086
 	musl-gcc -std=gnu11 -Os $WARN -D_GNU_SOURCE -Isrc -I"$BUILD/deps/include" -static \
-		-Wl,--gc-sections -o "$out/cache_memory-musl" bench/cache_memory.c "$out/libbootccm-musl.a" \
-		-L"$BUILD/deps/lib" $LIBS
+		-Wl,--gc-sections -o "$out/cache_memory-musl" "$MIMALLOC" \
+		bench/cache_memory.c "$out/libbootccm-musl.a" -L"$BUILD/deps/lib" $LIBS
 	variants="musl"
 	if [ "$REFLECTOR" = 1 ]; then
 		# shellcheck disable=SC2086
@@ -60,22 +44,14 @@ if command -v musl-gcc >/dev/null 2>&1; then
 			-o "$out/cache_memory-reflector.o"
 		# shellcheck disable=SC2086
 		musl-gcc -static -Wl,--gc-sections -o "$out/cache_memory-reflector" \
-			"$out/cache_memory-reflector.o" "$out/libbootccm-musl.a" -L"$BUILD/deps/lib" \
-			$LIBS
+			"$MIMALLOC" "$out/cache_memory-reflector.o" \
+			"$out/libbootccm-musl.a" -L"$BUILD/deps/lib" $LIBS
 	fi
 else
 	echo "cache_memory: no musl-gcc: measuring the glibc build only" >&2
-	make -s BUILD="$BUILD" "$BUILD/gen/version.h"
 fi
 # the glibc variant: every module compiled here with -O2
-rm -rf "$out/glibc-obj" "$out/libbootccm-glibc.a"
-for f in $(core_srcs src/tlsctx_blob.c); do
-	o="$out/glibc-obj/${f%.c}.o"
-	mkdir -p "$(dirname "$o")"
-	# shellcheck disable=SC2086
-	gcc -std=gnu11 -O2 $WARN -D_GNU_SOURCE -Isrc -I"$BUILD/gen" -c "$f" -o "$o"
-	ar rcs "$out/libbootccm-glibc.a" "$o"
-done
+bench_glibc_archive
 # shellcheck disable=SC2086
 gcc -std=gnu11 -O2 $WARN -D_GNU_SOURCE -Isrc -o "$out/cache_memory-glibc" bench/cache_memory.c \
 	-Wl,--as-needed "$out/libbootccm-glibc.a" $LIBS -lpthread
