@@ -193,14 +193,17 @@ $(BUILD)/bootccm-image.tar: $(BUILD)/bootccm scripts/make-image.sh
 
 # The benchmarks run with their own defaults, the parameters bench/RESULTS.md
 # records: cache_memory.sh NODES=5000 RUNS=5 REFLECTOR=1 (the environment may
-# override them), node_burst.py 1,000 nodes, burst and before modes, QPS 100,
-# 4 workers, one run (NODE_BURST_ARGS adds flags). Raw lines go to
-# $(BUILD)/bench/*.jsonl; the figures (medians) are printed.
+# override them), json_decode.sh RUNS=3 ITERATIONS=20000, node_burst.py 1,000
+# nodes, burst and before modes, QPS 100, 4 workers, one run (NODE_BURST_ARGS
+# adds flags). Raw lines go to $(BUILD)/bench/*.jsonl; the figures (medians)
+# are printed.
 NODE_BURST_ARGS ?=
 bench: static
 	@mkdir -p $(BUILD)/bench
 	$(call say,BENCH,bench/cache_memory.sh)
 	+$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bench/cache_memory.sh
+	$(call say,BENCH,bench/json_decode.sh)
+	+$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bench/json_decode.sh
 	$(call say,BENCH,bench/node_burst.py)
 	$(Q)$(PYTHON) bench/node_burst.py --bootccm $(BUILD)/bootccm \
 		--json $(BUILD)/bench/node_burst.jsonl $(NODE_BURST_ARGS)
