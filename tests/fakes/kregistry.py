@@ -633,6 +633,7 @@ class Registry(object):
             for c in changes:
                 ev = self._watch_event(c, ns, ls, fs)
                 if ev:
+                    self.server._watch_gate(c)
                     h.stream_chunk(self._event(ev[0], res, ev[1], as_table))
             # every change of this resource up to cur has been seen: the
             # watch now stands at cur (compaction cannot expire it, as with

@@ -64,6 +64,13 @@ class Store(object):
             o = self.objects.get(rkey, {}).get((ns, name))
             return copy.deepcopy(o) if o is not None else None
 
+    def changed_since(self, rkey, name, since_rv):
+        """Whether an object called name (any namespace) of rkey changed
+        after since_rv, as far as the kept history tells."""
+        with self.cond:
+            i = bisect.bisect_right(self.history_rvs, since_rv)
+            return any(c.rkey == rkey and c.name == name for c in self.history[i:])
+
     def snapshot(self, rkey, ns=None, at_rv=None):
         """Objects of rkey (in ns, or all) as of at_rv (None = now).
 
