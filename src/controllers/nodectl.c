@@ -538,7 +538,8 @@ out:
 	return r;
 }
 
-/* nodectl_sync brings one Node where it should be. */
+/* nodectl_sync_node brings one Node where it should be; the caller has
+ * made sure it is not a version this replica has written over. */
 static int
 nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_node *n,
     struct errbuf *e)
@@ -548,7 +549,7 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 	char fallback_err[ERRBUF_MAX], mid_rv[NODECTL_RV_MAX] = "";
 	int r = 0, tries, initialize;
 
-	if (n->deletion_timestamp != 0 || nodectl_stale(c, n))
+	if (n->deletion_timestamp != 0)
 		goto out;
 	initialize = kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL;
 	if (!initialize) {
@@ -613,6 +614,29 @@ out:
 	return r;
 }
 
+/* nodectl_cached returns a new reference to key's Node in the cache (NULL
+ * when absent) and whether this replica has written over that version. The
+ * two are read together under c->mu: a newer version drops the mark only
+ * after the cache holds it (the reflector stores, then calls the handlers,
+ * and nodectl_unmark takes c->mu), so the copy read here is either that
+ * newer version or one whose mark is still there. Read one after the other,
+ * the version between this replica's two writes could lose its mark to the
+ * untaint's arriving in between and be taken for fresh: the same JSON
+ * patch again, refused by its test (422), then a GET. */
+static const struct kube_node *
+nodectl_cached(struct nodectl *c, const char *key, int *ret_stale)
+{
+	const struct store_obj *o;
+
+	pthread_mutex_lock(&c->mu);
+	o = store_get(reflector_store(c->cfg.nodes), key);
+	*ret_stale = 0;
+	if (o != NULL)
+		nodectl_mark_stale(c, kube_node_of(o), ret_stale);
+	pthread_mutex_unlock(&c->mu);
+	return o ? kube_node_of(o) : NULL;
+}
+
 /* nodectl_sync brings the Node called key where it should be, as the cache
  * has it. The local node is read from the API server while the cache does
  * not have it yet: the first LIST of thousands of Nodes takes seconds, and
@@ -622,13 +646,14 @@ out:
 static int
 nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct errbuf *e)
 {
-	const struct store_obj *o = store_get(reflector_store(c->cfg.nodes), key);
-	const struct kube_node *n = NULL;
-	int r;
+	const struct kube_node *n;
+	int r, stale;
 
-	if (o != NULL) {
-		r = nodectl_sync_node(c, kc, kube_node_of(o), e);
-		store_obj_unref(o);
+	if ((n = nodectl_cached(c, key, &stale)) != NULL) {
+		if (c->cfg.cached_read_hook != NULL)
+			c->cfg.cached_read_hook(n, c->cfg.hook_arg);
+		r = stale ? 0 : nodectl_sync_node(c, kc, n, e);
+		store_obj_unref(&n->obj);
 		return r;
 	}
 	/* gone, or not registered: the watch queues it when it comes */
@@ -639,7 +664,8 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 		return r;
 	}
 	r = 0;
-	if (nodectl_needs_work(n, __atomic_load_n(&c->leading, __ATOMIC_ACQUIRE)))
+	if (nodectl_needs_work(n, __atomic_load_n(&c->leading, __ATOMIC_ACQUIRE)) &&
+	    !nodectl_stale(c, n))
 		r = nodectl_sync_node(c, kc, n, e);
 	store_obj_unref(&n->obj);
 	return r;

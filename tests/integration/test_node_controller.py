@@ -3,9 +3,11 @@ tests/drivers/drv_nodectl.c and its scripted cloud provider (answers read from
 a file at every call): the local node falls back to the instance metadata
 service when the cloud API fails and the Event says so; a replica that does
 not lead touches only its own node; a conflict re-reads the Node and still
-initializes it in two writes; the periodic address refresh uses the batched
-listing (cloud calls per period = pages, not nodes). The driver runs as
-system:cloud-controller-manager under the shipped RBAC role."""
+initializes it in two writes; a version of the Node the controller has
+already written over is never written again, however late the watch brings
+it; the periodic address refresh uses the batched listing (cloud calls per
+period = pages, not nodes). The driver runs as system:cloud-controller-manager
+under the shipped RBAC role."""
 
 import json
 import os
@@ -263,3 +265,38 @@ def test_local_node_forbidden_or_not_registered_yet_is_retried_soon(api, driver)
     w = node_writes(api, "cp-1")
     assert [(r["path"], r["code"]) for r in w] == [("/api/v1/nodes/cp-1/status", 200),
                                                    ("/api/v1/nodes/cp-1", 200)], w
+
+
+def test_a_version_written_over_is_not_written_again_when_the_watch_is_late(api, driver):
+    """The interleaving an API server at 5,000 nodes and QPS 1,000 produced:
+    the watch brings the status write's version only after the untaint has
+    been answered (the fake holds the stream back), that version re-queues
+    the Node, and the untaint's own version arrives while a worker holds the
+    status write's copy read from the cache (the driver waits there for it).
+    That copy is one this replica has written over: nothing more is written.
+    Before, it was taken for fresh and the same JSON patch went out behind a
+    test of its resourceVersion: 422, then a GET."""
+    api.create_object(tainted("w-1"))
+    seq = api.log_seq()
+    api.hold_watch("nodes", "w-1", until=("PATCH", "/api/v1/nodes/w-1"))
+    d = driver({"instances": {"w-1": instance("w-1", "10.1.0.1")}}, "cp-1",
+               "--hold-reads", "1", "--workers", "4")
+    wait_until(lambda: initialized(api, "w-1"), what="w-1 initialized")
+    status_rv = None
+    for r in api.request_log(seq):
+        if r["method"] == "PATCH" and r["path"] == "/api/v1/nodes/w-1":
+            # the untaint's test names the status write's resourceVersion
+            status_rv = r["body"][0]["value"]
+    assert status_rv is not None
+    # the held events went out after the untaint's answer; the status
+    # write's version re-queued w-1 and its copy was overtaken while held
+    wait_until(lambda: api.watch_holds() == [], what="the watch released")
+    stats, _ = None, None
+    time.sleep(1.0)
+    stats, _ = d.stop()
+    assert [s[1] for s in stats["superseded_reads"] if s[0] == "w-1"] == [status_rv], stats
+    w = node_writes(api, "w-1")
+    assert [(r["path"], r["code"]) for r in w] == [("/api/v1/nodes/w-1/status", 200),
+                                                   ("/api/v1/nodes/w-1", 200)], w
+    assert not [r for r in api.request_log(seq) if r["method"] == "GET"
+                and r["path"] == "/api/v1/nodes/w-1"]
