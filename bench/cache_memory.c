@@ -4,7 +4,10 @@
  * pages through the same path the reflector uses (the list item splitter,
  * the JSON parser, the Node decoder, the store), then once more as watch
  * MODIFIED events (the line splitter and event decoder). Prints one JSON
- * line: the store's own bytes and the process's RSS and peak RSS (VmHWM).
+ * line: the store's own bytes, the process's RSS and peak RSS (VmHWM), and
+ * the wall and CPU seconds of the LIST and of the watch events (which
+ * include generating the JSON: generate_cpu_seconds is that alone, for one
+ * pass over the nodes).
  *
  * Usage: cache_memory [--nodes N] [--images K] [--page P] [--chunk BYTES]
  *        cache_memory --dump [--nodes N] [--images K]
@@ -17,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 
 #include "kube/node.h"
@@ -286,6 +290,17 @@ bench_status(const char *key)
 	return v;
 }
 
+/* bench_cpu: the process's user + system CPU seconds so far. */
+static double
+bench_cpu(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
+	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
+}
+
 static double
 bench_now(void)
 {
@@ -321,15 +336,15 @@ bench_reflector(const char *kubeconfig)
 		if (bench_now() - t0 > 900)
 			bench_die("no sync within 900 s");
 	}
-	double t_sync = bench_now() - t0;
+	double t_sync = bench_now() - t0, cpu_sync = bench_cpu();
 	struct store *s = reflector_store(r);
 	size_t sb = store_bytes(s), n = store_len(s);
 	long rss = bench_status("VmRSS:"), hwm = bench_status("VmHWM:");
 	reflector_stop(r);
 	printf("{\"mode\":\"reflector\",\"nodes\":%zu,\"store_bytes\":%zu,"
 	    "\"store_bytes_per_node\":%.0f,\"rss_start_kib\":%ld,\"rss_kib\":%ld,"
-	    "\"hwm_kib\":%ld,\"sync_seconds\":%.3f}\n", n, sb, (double)sb / (double)n, rss0,
-	    rss, hwm, t_sync);
+	    "\"hwm_kib\":%ld,\"sync_seconds\":%.3f,\"sync_cpu_seconds\":%.3f}\n", n, sb,
+	    (double)sb / (double)n, rss0, rss, hwm, t_sync, cpu_sync);
 	reflector_free(r);
 	kubeconfig_free(&kc);
 	return 0;
@@ -343,7 +358,7 @@ main(int argc, char **argv)
 	struct errbuf e;
 	char head[128], rv[KUBE_WATCH_RV_MAX], *cont = NULL;
 	long rss0, hwm0;
-	double t0, t_list, t_watch;
+	double t0, t_list, t_watch, c0, c_list, c_watch, c_gen;
 	size_t list_json;
 
 	int dump = 0;
@@ -390,8 +405,15 @@ main(int argc, char **argv)
 	rss0 = bench_status("VmRSS:");
 	hwm0 = bench_status("VmHWM:");
 
+	/* what generating the nodes costs alone, to tell it from the rest */
+	c0 = bench_cpu();
+	for (int i = 0; i < b.nodes; i++)
+		bench_node(&b, i, b.rv + i);
+	c_gen = bench_cpu() - c0;
+
 	/* the initial LIST, page by page */
 	t0 = bench_now();
+	c0 = bench_cpu();
 	for (int first = 0; first < b.nodes; first += b.page) {
 		int last = first + b.page < b.nodes ? first + b.page : b.nodes;
 		bench_emits(&b, "{\"apiVersion\":\"v1\",\"items\":[", 0);
@@ -412,12 +434,14 @@ main(int argc, char **argv)
 		kube_watch_list_reset(&b.list);
 	}
 	t_list = bench_now() - t0;
+	c_list = bench_cpu() - c0;
 	list_json = b.json_bytes;
 	long rss_list = bench_status("VmRSS:"), hwm_list = bench_status("VmHWM:");
 	size_t store_bytes_list = store_bytes(b.store);
 
 	/* every node changes once: a MODIFIED event each */
 	t0 = bench_now();
+	c0 = bench_cpu();
 	b.rv += b.nodes;
 	for (int i = 0; i < b.nodes; i++) {
 		bench_node(&b, i, b.rv + i);
@@ -427,6 +451,7 @@ main(int argc, char **argv)
 	}
 	bench_flush(&b, 1);
 	t_watch = bench_now() - t0;
+	c_watch = bench_cpu() - c0;
 	long rss = bench_status("VmRSS:"), hwm = bench_status("VmHWM:");
 	size_t sb = store_bytes(b.store), n = store_len(b.store);
 
@@ -435,10 +460,11 @@ main(int argc, char **argv)
 	    "\"store_bytes_after_list\":%zu,"
 	    "\"rss_start_kib\":%ld,\"hwm_start_kib\":%ld,\"rss_after_list_kib\":%ld,"
 	    "\"hwm_after_list_kib\":%ld,\"rss_kib\":%ld,\"hwm_kib\":%ld,"
-	    "\"rss_per_node_bytes\":%.0f,\"list_seconds\":%.3f,\"watch_seconds\":%.3f}\n",
+	    "\"rss_per_node_bytes\":%.0f,\"list_seconds\":%.3f,\"watch_seconds\":%.3f,"
+	    "\"list_cpu_seconds\":%.3f,\"watch_cpu_seconds\":%.3f,\"generate_cpu_seconds\":%.3f}\n",
 	    n, b.images, b.decoded, b.failed, list_json / (size_t)b.nodes, sb,
 	    (double)sb / (double)n, store_bytes_list, rss0, hwm0, rss_list, hwm_list, rss, hwm,
-	    (double)(rss - rss0) * 1024.0 / (double)n, t_list, t_watch);
+	    (double)(rss - rss0) * 1024.0 / (double)n, t_list, t_watch, c_list, c_watch, c_gen);
 	kube_watch_lines_reset(&b.lines);
 	store_free(b.store);
 	free(b.buf);

@@ -101,7 +101,8 @@ fi
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 keys = ("json_bytes_per_node", "store_bytes_per_node", "store_bytes", "rss_start_kib",
-        "rss_kib", "hwm_kib", "rss_per_node_bytes", "list_seconds", "watch_seconds")
+        "rss_kib", "hwm_kib", "rss_per_node_bytes", "list_seconds", "watch_seconds",
+        "list_cpu_seconds", "watch_cpu_seconds", "generate_cpu_seconds")
 print()
 print("medians:")
 groups = {}
@@ -111,18 +112,20 @@ for (v, images), rs in sorted(groups.items()):
     if v == "reflector":
         m = {k: statistics.median(r[k] for r in rs) for k in
              ("store_bytes_per_node", "store_bytes", "rss_start_kib", "rss_kib", "hwm_kib",
-              "sync_seconds")}
+              "sync_seconds", "sync_cpu_seconds")}
         print("  %-9s images=%-2d nodes=%d runs=%d  store %4.0f B/node (%.2f MiB)  "
-              "RSS %.2f MiB (start %.2f)  peak %.2f MiB  sync %.1fs"
+              "RSS %.2f MiB (start %.2f)  peak %.2f MiB  sync %.1fs (CPU %.2fs)"
               % (v, images, rs[0]["nodes"], len(rs), m["store_bytes_per_node"],
                  m["store_bytes"] / 1048576, m["rss_kib"] / 1024, m["rss_start_kib"] / 1024,
-                 m["hwm_kib"] / 1024, m["sync_seconds"]))
+                 m["hwm_kib"] / 1024, m["sync_seconds"], m["sync_cpu_seconds"]))
         continue
     m = {k: statistics.median(r[k] for r in rs) for k in keys}
     print("  %-9s images=%-2d nodes=%d runs=%d  JSON %6.0f B/node  store %4.0f B/node "
-          "(%.2f MiB)  RSS %.2f MiB (start %.2f)  peak %.2f MiB  list %.2fs watch %.2fs"
+          "(%.2f MiB)  RSS %.2f MiB (start %.2f)  peak %.2f MiB  list %.2fs watch %.2fs  "
+          "CPU: list %.2fs watch %.2fs (generating the JSON %.2fs of each)"
           % (v, images, rs[0]["nodes"], len(rs), m["json_bytes_per_node"],
              m["store_bytes_per_node"], m["store_bytes"] / 1048576, m["rss_kib"] / 1024,
              m["rss_start_kib"] / 1024, m["hwm_kib"] / 1024, m["list_seconds"],
-             m["watch_seconds"]))
+             m["watch_seconds"], m["list_cpu_seconds"], m["watch_cpu_seconds"],
+             m["generate_cpu_seconds"]))
 PY
