@@ -653,6 +653,8 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 		if (c->cfg.cached_read_hook != NULL)
 			c->cfg.cached_read_hook(n, c->cfg.hook_arg);
 		r = stale ? 0 : nodectl_sync_node(c, kc, n, e);
+		if (c->cfg.cached_done_hook != NULL)
+			c->cfg.cached_done_hook(n, r, c->cfg.hook_arg);
 		store_obj_unref(&n->obj);
 		return r;
 	}

@@ -71,6 +71,10 @@ struct nodectl_config {
 	 * version, before it acts on its copy n; a test makes the watch deliver
 	 * a newer version at that point */
 	void (*cached_read_hook)(const struct kube_node *n, void *arg);
+	/* tests only: called by that worker once it is done with n (r: what
+	 * its sync returned), so a test knows that whatever it wrote from n
+	 * has been answered */
+	void (*cached_done_hook)(const struct kube_node *n, int r, void *arg);
 	void *hook_arg;
 };
 

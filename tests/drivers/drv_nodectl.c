@@ -18,7 +18,11 @@
  * waits until a worker has read that version from the cache, and the worker
  * then waits until the reflector has handed over another version before it
  * acts on its copy (each wait up to DRV_HOLD_NS): a copy read just before a
- * newer version arrives, made to happen every time. Prints {"event":"ready"} once the
+ * newer version arrives, made to happen every time; it prints
+ * {"event":"superseded","read":["NODE","RV READ","RV DELIVERED"]} when a
+ * newer version overtook a held read and {"event":"done","node":"NODE",
+ * "rv":"RV READ","r":R} once the worker is done with its copy (these may
+ * come before "ready"). Prints {"event":"ready"} once the
  * controller runs and, on SIGTERM, {"event":"stopped","metadata_calls":N,
  * "list_calls":N,"list_pages":N,"superseded_reads":[["NODE","RV READ",
  * "RV DELIVERED"],...]} (the held reads a newer version overtook). */
@@ -141,10 +145,24 @@ drv_hold_read(const struct kube_node *node, void *arg)
 		json_object_array_add(a, json_object_new_string(read_rv));
 		json_object_array_add(a, json_object_new_string(drv_seen[i].rv));
 		json_object_array_add(drv_superseded, a);
+		printf("{\"event\":\"superseded\",\"read\":%s}\n",
+		    json_object_to_json_string_ext(a, JSON_C_TO_STRING_PLAIN));
+		fflush(stdout);
 	}
 	pthread_mutex_unlock(&drv_mu);
 }
 
+/* drv_hold_done: the worker is done with the copy it read (--hold-reads). */
+static void
+drv_hold_done(const struct kube_node *node, int r, void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&drv_mu);
+	printf("{\"event\":\"done\",\"node\":\"%s\",\"rv\":\"%s\",\"r\":%d}\n",
+	    node->obj.key, node->obj.resource_version, r);
+	fflush(stdout);
+	pthread_mutex_unlock(&drv_mu);
+}
 
 static json_object *
 drv_load(struct errbuf *e, int *ret_fail)
@@ -350,6 +368,7 @@ main(int argc, char **argv)
 		.events = ev, .local_node = argv[3], .workers = (int)workers,
 		.refresh_period_ns = refresh,
 		.cached_read_hook = hold_reads ? drv_hold_read : NULL,
+		.cached_done_hook = hold_reads ? drv_hold_done : NULL,
 	};
 	drv_holding = hold_reads != 0;
 	struct reflector_handlers seen = { .on_add = drv_delivered, .on_update = drv_updated };
@@ -369,8 +388,10 @@ main(int argc, char **argv)
 	}
 	if (leading)
 		nodectl_set_leading(c, 1);
+	pthread_mutex_lock(&drv_mu);
 	printf("{\"event\":\"ready\"}\n");
 	fflush(stdout);
+	pthread_mutex_unlock(&drv_mu);
 	stop_sleep_until(&drv_stop, INT64_MAX);
 	nodectl_free(c);
 	reflector_free(nodes);

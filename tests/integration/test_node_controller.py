@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -59,8 +60,34 @@ class Driver(object):
         self.proc = subprocess.Popen(
             [driver_path("drv_nodectl"), kc, self.script, node_name] + list(args),
             stdout=subprocess.PIPE, stderr=self.log, text=True)
-        line = self.proc.stdout.readline()
-        assert json.loads(line)["event"] == "ready", line
+        # with --hold-reads, a worker's "read" lines may come before "ready"
+        self.lines = []
+        for line in iter(self.proc.stdout.readline, ""):
+            if json.loads(line)["event"] == "ready":
+                break
+            self.lines.append(json.loads(line))
+        else:
+            raise AssertionError("the driver exited before it was ready")
+
+    def wait_line(self, pred, timeout=10.0):
+        """The first line printed since the last one taken (stdout, JSON)
+        that pred accepts; the driver is stopped if none came within
+        timeout."""
+        timer = threading.Timer(timeout, self.proc.send_signal, (signal.SIGTERM,))
+        timer.start()
+        try:
+            while True:
+                if self.lines:
+                    e = self.lines.pop(0)
+                else:
+                    line = self.proc.stdout.readline()
+                    assert line, "the driver ended: no such line within %.0f s" % timeout
+                    e = json.loads(line)
+                    assert e["event"] != "stopped", "no such line within %.0f s" % timeout
+                if pred(e):
+                    return e
+        finally:
+            timer.cancel()
 
     def write(self, script):
         tmp = self.script + ".new"
@@ -291,8 +318,11 @@ def test_a_version_written_over_is_not_written_again_when_the_watch_is_late(api,
     # the held events went out after the untaint's answer; the status
     # write's version re-queued w-1 and its copy was overtaken while held
     wait_until(lambda: api.watch_holds() == [], what="the watch released")
-    stats, _ = None, None
-    time.sleep(1.0)
+    e = d.wait_line(lambda e: e["event"] == "superseded" and e["read"][0] == "w-1")
+    assert e["read"][1] == status_rv, e
+    # whatever the worker wrote from that copy is in the log once it is
+    # done with it
+    d.wait_line(lambda e: e["event"] == "done" and e["node"] == "w-1" and e["rv"] == status_rv)
     stats, _ = d.stop()
     assert [s[1] for s in stats["superseded_reads"] if s[0] == "w-1"] == [status_rv], stats
     w = node_writes(api, "w-1")
