@@ -10,6 +10,7 @@
 #include "cloudconfig.h"
 #include "duration.h"
 #include "err.h"
+#include "readfile.h"
 #include "xalloc.h"
 #include "yamltree.h"
 
@@ -112,16 +113,58 @@ cloudconfig_default(const struct cloudconfig_key *k, char *field, struct errbuf 
 	    k->def, k->key);
 }
 
+/* cloudconfig_too_many checks v, a list or map, against k's cap on items. */
+static int
+cloudconfig_too_many(const struct cloudconfig_ctx *c, const struct cloudconfig_key *k,
+    const struct ynode *v, const char *section)
+{
+	char what[64];
+
+	if (k->max_items == 0 && v->n > CLOUDCONFIG_ITEMS_MAX)
+		return cloudconfig_err(c, v, ERR_TOO_LARGE, "too many items", section);
+	if (k->max_items != 0 && v->n > k->max_items) {
+		snprintf(what, sizeof(what), "more than %zu items", k->max_items);
+		return cloudconfig_err(c, v, ERR_TOO_LARGE, what, section);
+	}
+	return 0;
+}
+
+/* cloudconfig_check runs check (a key's check or check_key) on v's text and
+ * reports its verdict at v. */
+static int
+cloudconfig_check(const struct cloudconfig_ctx *c, int (*check)(const char *, struct errbuf *),
+    const struct cloudconfig_key *k, const struct ynode *v, const char *section)
+{
+	struct errbuf ce = { "" };
+	int r;
+
+	if (check == NULL || (r = check(v->scalar, &ce)) >= 0)
+		return 0;
+	return errbuf_set(c->e, r, "%s:%d:%d: key \"%s\" in %s: %s", c->name, v->line, v->col,
+	    k->key, section, ce.msg);
+}
+
+/* cloudconfig_subpath names key's value inside section in messages. */
+static void
+cloudconfig_subpath(char sub[CLOUDCONFIG_PATH_MAX], const char *section, const char *key)
+{
+	if (strcmp(section, "the top level") == 0)
+		snprintf(sub, CLOUDCONFIG_PATH_MAX, "%s", key);
+	else
+		snprintf(sub, CLOUDCONFIG_PATH_MAX, "%s.%s", section, key);
+}
+
 static int
 cloudconfig_list(const struct cloudconfig_ctx *c, const struct cloudconfig_key *k,
     const struct ynode *v, const char *section, struct cloudconfig_list *ret)
 {
 	size_t i;
+	int r;
 
 	if (v->kind != YNODE_SEQ)
 		return cloudconfig_kind_err(c, v, k->key, "a list of strings", section);
-	if (v->n > CLOUDCONFIG_ITEMS_MAX)
-		return cloudconfig_err(c, v, ERR_TOO_LARGE, "too many items", section);
+	if ((r = cloudconfig_too_many(c, k, v, section)) < 0)
+		return r;
 	if (v->n == 0)
 		return 0;
 	ret->items = xcalloc(v->n, sizeof(*ret->items));
@@ -129,6 +172,8 @@ cloudconfig_list(const struct cloudconfig_ctx *c, const struct cloudconfig_key *
 		if (!cloudconfig_cstring(v->items[i]))
 			return cloudconfig_kind_err(c, v->items[i], k->key,
 			    "a list of strings", section);
+		if ((r = cloudconfig_check(c, k->check, k, v->items[i], section)) < 0)
+			return r;
 		ret->items[i] = xstrdup(v->items[i]->scalar);
 		ret->n++;
 	}
@@ -140,11 +185,12 @@ cloudconfig_map(const struct cloudconfig_ctx *c, const struct cloudconfig_key *k
     const struct ynode *v, const char *section, struct cloudconfig_map *ret)
 {
 	size_t i;
+	int r;
 
 	if (v->kind != YNODE_MAP)
 		return cloudconfig_kind_err(c, v, k->key, "a map of strings", section);
-	if (v->n > CLOUDCONFIG_ITEMS_MAX)
-		return cloudconfig_err(c, v, ERR_TOO_LARGE, "too many items", section);
+	if ((r = cloudconfig_too_many(c, k, v, section)) < 0)
+		return r;
 	if (v->n == 0)
 		return 0;
 	ret->keys = xcalloc(v->n, sizeof(*ret->keys));
@@ -156,6 +202,9 @@ cloudconfig_map(const struct cloudconfig_ctx *c, const struct cloudconfig_key *k
 		if (!cloudconfig_cstring(v->items[i]))
 			return cloudconfig_kind_err(c, v->items[i], k->key,
 			    "a map of strings", section);
+		if ((r = cloudconfig_check(c, k->check_key, k, v->keys[i], section)) < 0 ||
+		    (r = cloudconfig_check(c, k->check, k, v->items[i], section)) < 0)
+			return r;
 		ret->keys[i] = xstrdup(v->keys[i]->scalar);
 		ret->values[i] = xstrdup(v->items[i]->scalar);
 		ret->n++;
@@ -166,6 +215,41 @@ cloudconfig_map(const struct cloudconfig_ctx *c, const struct cloudconfig_key *k
 static int cloudconfig_section(const struct cloudconfig_ctx *c, const struct ynode *map,
     const char *section, const struct cloudconfig_key *schema, int absent_ok, char *out);
 
+/* cloudconfig_sections loads a list of maps, each into its own element. */
+static int
+cloudconfig_sections(const struct cloudconfig_ctx *c, const struct cloudconfig_key *k,
+    const struct ynode *v, const char *section, struct cloudconfig_sections *ret)
+{
+	char path[CLOUDCONFIG_PATH_MAX], sub[CLOUDCONFIG_PATH_MAX];
+	size_t i;
+	int r;
+
+	if (v->kind != YNODE_SEQ)
+		return cloudconfig_kind_err(c, v, k->key, "a list of maps", section);
+	if ((r = cloudconfig_too_many(c, k, v, section)) < 0)
+		return r;
+	if (v->n == 0)
+		return 0;
+	ret->items = xcalloc(v->n, k->elem_size);
+	ret->pos = xcalloc(v->n, sizeof(*ret->pos));
+	cloudconfig_subpath(path, section, k->key);
+	for (i = 0; i < v->n; i++) {
+		const struct ynode *item = v->items[i];
+
+		if (item->kind != YNODE_MAP)
+			return cloudconfig_kind_err(c, item, k->key, "a list of maps", section);
+		snprintf(sub, sizeof(sub), "%s[%zu]", path, i);
+		ret->pos[i].line = item->line;
+		ret->pos[i].col = item->col;
+		/* counted before it is loaded: a failure frees what it got */
+		ret->n++;
+		if ((r = cloudconfig_section(c, item, sub, k->section, 0,
+		    (char *)ret->items + i * k->elem_size)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 /* cloudconfig_value stores v, the value of key k, at its field. */
 static int
 cloudconfig_value(const struct cloudconfig_ctx *c, const struct cloudconfig_key *k,
@@ -174,7 +258,7 @@ cloudconfig_value(const struct cloudconfig_ctx *c, const struct cloudconfig_key 
 	char *field = out + k->offset, sub[CLOUDCONFIG_PATH_MAX];
 	long long n;
 	int64_t ns;
-	int b;
+	int b, r;
 
 	switch (k->type) {
 	case CLOUDCONFIG_STRING:
@@ -184,6 +268,8 @@ cloudconfig_value(const struct cloudconfig_ctx *c, const struct cloudconfig_key 
 			    CLOUDCONFIG_STRING_MAX - 1);
 		if (!cloudconfig_cstring(v))
 			return cloudconfig_kind_err(c, v, k->key, "a string", section);
+		if ((r = cloudconfig_check(c, k->check, k, v, section)) < 0)
+			return r;
 		*(char **)field = xstrdup(v->scalar);
 		return 0;
 	case CLOUDCONFIG_BOOL:
@@ -217,11 +303,11 @@ cloudconfig_value(const struct cloudconfig_ctx *c, const struct cloudconfig_key 
 	case CLOUDCONFIG_SECTION:
 		if (v->kind != YNODE_MAP)
 			return cloudconfig_kind_err(c, v, k->key, "a map", section);
-		if (strcmp(section, "the top level") == 0)
-			snprintf(sub, sizeof(sub), "%s", k->key);
-		else
-			snprintf(sub, sizeof(sub), "%s.%s", section, k->key);
+		cloudconfig_subpath(sub, section, k->key);
 		return cloudconfig_section(c, v, sub, k->section, 0, out);
+	case CLOUDCONFIG_SECTION_LIST:
+		return cloudconfig_sections(c, k, v, section,
+		    (struct cloudconfig_sections *)(void *)field);
 	}
 	return errbuf_set(c->e, ERR_INTERNAL, "cloud-config schema: bad type for \"%s\"", k->key);
 }
@@ -266,10 +352,7 @@ cloudconfig_section(const struct cloudconfig_ctx *c, const struct ynode *map,
 			return cloudconfig_err(c, v != NULL ? v : map, ERR_INVALID, what, section);
 		}
 		if (k->type == CLOUDCONFIG_SECTION) {
-			if (strcmp(section, "the top level") == 0)
-				snprintf(sub, sizeof(sub), "%s", k->key);
-			else
-				snprintf(sub, sizeof(sub), "%s.%s", section, k->key);
+			cloudconfig_subpath(sub, section, k->key);
 			if ((r = cloudconfig_section(c, NULL, sub, k->section, 1, out)) < 0)
 				return r;
 			continue;
@@ -319,25 +402,17 @@ int
 cloudconfig_load(const char *path, const struct cloudconfig_key *schema,
     void *out, size_t out_size, struct errbuf *e)
 {
-	FILE *f;
-	char *buf;
-	size_t n;
+	char *buf = NULL;
+	size_t n = 0;
 	int r;
 
 	if (path == NULL || *path == '\0')
 		return cloudconfig_parse("", 0, "cloud-config", schema, out, out_size, e);
-	if ((f = fopen(path, "rb")) == NULL)
-		return errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-	buf = xmalloc(CLOUDCONFIG_FILE_MAX + 1);
-	n = fread(buf, 1, CLOUDCONFIG_FILE_MAX + 1, f);
-	if (ferror(f))
-		r = errbuf_set(e, ERR_IO, "%s: read error", path);
-	else
-		r = cloudconfig_parse(buf, n, path, schema, out, out_size, e);
-	fclose(f);
+	if ((r = readfile(path, CLOUDCONFIG_FILE_MAX, 0, &buf, &n, e)) < 0)
+		return r;
+	r = cloudconfig_parse(buf, n, path, schema, out, out_size, e);
 	/* cloud-configs hold credentials for API-backed providers */
-	explicit_bzero(buf, n);
-	free(buf);
+	readfile_free(buf, n);
 	return r;
 }
 
@@ -379,6 +454,17 @@ cloudconfig_free(const struct cloudconfig_key *schema, void *out)
 		case CLOUDCONFIG_SECTION:
 			cloudconfig_free(k->section, out);
 			break;
+		case CLOUDCONFIG_SECTION_LIST: {
+			struct cloudconfig_sections *l =
+			    (struct cloudconfig_sections *)(void *)field;
+
+			for (i = 0; i < l->n; i++)
+				cloudconfig_free(k->section, (char *)l->items + i * k->elem_size);
+			free(l->items);
+			free(l->pos);
+			memset(l, 0, sizeof(*l));
+			break;
+		}
 		default:
 			break;
 		}

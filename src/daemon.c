@@ -5,16 +5,21 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backoff.h"
 #include "clock.h"
 #include "cloud.h"
+#include "duration.h"
 #include "controllers/nodectl.h"
 #include "controllers/nodelifecycle.h"
+#include "controllers/servicectl.h"
+#include "controllers/routectl.h"
 #include "err.h"
 #include "jsonx.h"
 #include "kube/client.h"
@@ -56,8 +61,80 @@ daemon_lease_config(const struct options *o, struct lease_config *cfg)
 	cfg->retry_period_ns = o->leader_elect_retry_period_ns;
 }
 
-/* daemon_connect_config loads --kubeconfig (or the in-cluster configuration),
- * applies --master, and registers the secrets with the logger. */
+/* The controllers --controllers names and what each needs of the
+ * provider. */
+static const struct daemon_controller {
+	unsigned ctrl;          /* OPTIONS_CTRL_* */
+	const char *name;
+	size_t ops;             /* offset of the operation group it needs in
+	                           struct cloud_provider */
+	const char *group;      /* that group, for messages */
+} daemon_controllers[] = {
+	{ OPTIONS_CTRL_CLOUD_NODE, "cloud-node",
+	  offsetof(struct cloud_provider, instances), "instances" },
+	{ OPTIONS_CTRL_CLOUD_NODE_LIFECYCLE, "cloud-node-lifecycle",
+	  offsetof(struct cloud_provider, instances), "instances" },
+	{ OPTIONS_CTRL_ROUTE, "route",
+	  offsetof(struct cloud_provider, routes), "routes" },
+	{ OPTIONS_CTRL_SERVICE, "service",
+	  offsetof(struct cloud_provider, load_balancers), "load balancers" },
+};
+#define DAEMON_CONTROLLERS_N (sizeof(daemon_controllers) / sizeof(daemon_controllers[0]))
+
+const char *
+daemon_controller_off(const struct cloud_provider *p, unsigned ctrl, char *buf, size_t len)
+{
+	for (size_t i = 0; i < DAEMON_CONTROLLERS_N; i++) {
+		const struct daemon_controller *c = &daemon_controllers[i];
+		if (c->ctrl != ctrl)
+			continue;
+		if (p == NULL)
+			snprintf(buf, len, "no --cloud-provider");
+		else if (*(const void *const *)((const char *)p + c->ops) == NULL)
+			snprintf(buf, len, "provider \"%s\" has no %s", p->name, c->group);
+		else
+			return NULL;
+		return buf;
+	}
+	snprintf(buf, len, "unknown controller");
+	return buf;
+}
+
+/* daemon_warn_config says once, at warning level, what of the command line
+ * will not happen: each upstream flag given without effect, each
+ * controller --controllers enables that does not run, a server that needs
+ * DNS, TLS verification turned off. */
+static void
+daemon_warn_config(const struct options *o, const struct kubeconfig *kc,
+    const struct cloud_provider *p)
+{
+	const char *flag, *why;
+	size_t it = 0;
+	char reason[128], name[72];
+
+	while ((why = options_ignored(o, &it, &flag)) != NULL) {
+		snprintf(name, sizeof(name), "--%s", flag);
+		log_warn("Upstream flag has no effect", "flag", name, "reason", why, NULL);
+	}
+	/* with no provider, "No --cloud-provider" says it for all of them */
+	for (size_t i = 0; p != NULL && i < DAEMON_CONTROLLERS_N; i++) {
+		const struct daemon_controller *c = &daemon_controllers[i];
+		if (options_controller_enabled(o, c->ctrl) &&
+		    (why = daemon_controller_off(p, c->ctrl, reason, sizeof(reason))) != NULL)
+			log_warn("Controller does not run", "controller", c->name, "reason", why,
+			    NULL);
+	}
+	if (kc->server_dns)
+		log_warn("The API server is named by a DNS name: bootccm reaches it only once "
+		    "DNS answers (the installed kubeconfig uses https://127.0.0.1:6443)",
+		    "server", kc->server, NULL);
+	if (kc->insecure_skip_tls_verify)
+		log_warn("TLS verification of the API server is off: the kubeconfig sets "
+		    "insecure-skip-tls-verify", "kubeconfig", kc->source, NULL);
+}
+
+/* daemon_connect_config loads --kubeconfig (or the in-cluster configuration)
+ * and applies --master (kubeconfig registers the credentials as secrets). */
 int
 daemon_connect_config(const struct options *o, struct kubeconfig *kc, struct errbuf *e)
 {
@@ -69,17 +146,32 @@ daemon_connect_config(const struct options *o, struct kubeconfig *kc, struct err
 		r = kubeconfig_in_cluster(NULL, kc, e);
 	if (r < 0)
 		return r;
-	if (o->master && *o->master) {
-		char *s = xstrdup(o->master);
-		size_t l = strlen(s);
-		while (l > 0 && s[l - 1] == '/')
-			s[--l] = '\0';
-		free(kc->server);
-		kc->server = s;
+	if (o->master && *o->master &&
+	    (r = kubeconfig_set_server(kc, o->master, "--master", e)) < 0) {
+		kubeconfig_free(kc);
+		return r;
 	}
-	log_add_secret(kc->token);
-	log_add_secret(kc->client_key_pem);
 	return 0;
+}
+
+/* daemon_review_config loads the kubeconfig of the serving endpoint's
+ * TokenReviews or SubjectAccessReviews (--authentication-kubeconfig,
+ * --authorization-kubeconfig) into kc and returns it, or main when path is
+ * empty (the --kubeconfig identity reviews then, as before those flags) or
+ * nothing is served (--secure-port=0: upstream reads them only to serve). */
+static struct kubeconfig *
+daemon_review_config(const struct options *o, const char *path, struct kubeconfig *main,
+    struct kubeconfig *kc, const char *flag, struct errbuf *e)
+{
+	int r;
+
+	if (path == NULL || *path == '\0' || o->secure_port == 0)
+		return main;
+	if ((r = kubeconfig_load(path, NULL, kc, e)) < 0) {
+		errbuf_prefix(e, r, "%s", flag);
+		return NULL;
+	}
+	return kc;
 }
 
 /* daemon_whoami asks the API server who we are (SelfSubjectReview). */
@@ -162,34 +254,43 @@ daemon_client(const struct options *o, struct kubeconfig *kc, struct kube_client
 	return 0;
 }
 
-/* check-kubeconfig: connect once and tell what the API server says. */
+/* check-kubeconfig: connect once, within --timeout, and tell what the API
+ * server says. Everything printed goes through the logger's redaction: an
+ * answer may echo the credentials. */
 int
 daemon_check_kubeconfig(const struct options *o)
 {
 	struct kubeconfig kc;
 	struct kube_client c;
 	struct errbuf e = { "" };
-	char version[128], user[256], groups[1024];
+	char version[128], user[256], groups[1024], limit[32];
+	int64_t deadline = clock_mono_ns() + o->timeout_ns;
 	int r;
 
 	if ((r = daemon_client(o, &kc, &c, &e)) < 0) {
-		fprintf(stderr, "bootccm: check-kubeconfig: %s\n", e.msg);
+		log_print(STDERR_FILENO, "bootccm: check-kubeconfig: %s\n", e.msg);
 		return 1;
 	}
-	printf("server: %s\n", kc.server);
-	fflush(stdout);
+	/* one attempt per request, all of them within the one deadline of a
+	 * one-shot command */
+	kube_client_set_retries(&c, 0, 0, 0);
+	http_set_deadline(deadline);
+	log_print(STDOUT_FILENO, "server: %s\n", kc.server);
 	if ((r = daemon_server_version(&c, version, sizeof(version), &e)) < 0)
 		goto fail;
-	printf("version: %s\n", version);
-	fflush(stdout);
+	log_print(STDOUT_FILENO, "version: %s\n", version);
 	if ((r = daemon_whoami(&c, user, sizeof(user), groups, sizeof(groups), &e)) < 0)
 		goto fail;
-	printf("user: %s\ngroups: %s\n", user, groups);
+	log_print(STDOUT_FILENO, "user: %s\ngroups: %s\n", user, groups);
 	kube_client_cleanup(&c);
 	kubeconfig_free(&kc);
 	return 0;
 fail:
-	fprintf(stderr, "bootccm: check-kubeconfig: %s\n", e.msg);
+	if (clock_mono_ns() >= deadline) {
+		duration_format(o->timeout_ns, limit, sizeof(limit));
+		errbuf_prefix(&e, r, "no answer within --timeout %s", limit);
+	}
+	log_print(STDERR_FILENO, "bootccm: check-kubeconfig: %s\n", e.msg);
 	kube_client_cleanup(&c);
 	kubeconfig_free(&kc);
 	return 1;
@@ -233,6 +334,8 @@ daemon_wait_apiserver(struct kube_client *c, char *version, size_t len)
 struct daemon {
 	const struct options *o;
 	struct kubeconfig kc;
+	struct kubeconfig authn_kc;  /* --authentication-kubeconfig's, or zeroed */
+	struct kubeconfig authz_kc;  /* --authorization-kubeconfig's, or zeroed */
 	struct reflector *nodes;     /* every replica: its own node (metadata fallback) */
 	struct reflector *services;  /* the service controller's cache */
 	struct lease *lease;         /* NULL with --leader-elect=false */
@@ -243,6 +346,9 @@ struct daemon {
 	void *fallback_state;
 	struct nodectl *nodectl;     /* cloud-node: every replica (local node) */
 	struct nodelifecycle *lifecycle; /* cloud-node-lifecycle: the leader only */
+	struct servicectl *servicectl; /* service: its handlers on both caches,
+	                                  its workers on the leader only */
+	struct routectl *routectl;   /* route: handlers always, passes on the leader */
 };
 
 /* /readyz: ready once every reflector's first LIST has been delivered. The
@@ -299,6 +405,11 @@ daemon_started_leading(void *arg)
 		else if (r < 0)
 			log_error("Cannot start cloud-node-lifecycle", "err", e.msg, NULL);
 	}
+	/* the service controller waits for the Service and Node caches itself */
+	if (d->servicectl && servicectl_start(d->servicectl, &e) < 0)
+		log_error("Cannot start the service controller", "err", e.msg, NULL);
+	if (d->routectl && routectl_start(d->routectl, &e) < 0)
+		log_error("Cannot start route", "err", e.msg, NULL);
 }
 
 /* daemon_stopped_leading returns once the shared controllers have stopped
@@ -312,6 +423,8 @@ daemon_stopped_leading(void *arg)
 	    "node", d->o->node_name, NULL);
 	nodelifecycle_free(d->lifecycle);
 	d->lifecycle = NULL;
+	servicectl_stop(d->servicectl);
+	routectl_stop(d->routectl);
 	if (d->nodectl)
 		nodectl_set_leading(d->nodectl, 0);
 }
@@ -388,6 +501,86 @@ daemon_nodectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
 	return r;
 }
 
+/* daemon_servicectl creates the service controller on the Service and Node
+ * reflectors (before they start: it adds its handlers, and its provider
+ * hears of every Service from the first LIST on); it runs on the leader. */
+static int
+daemon_servicectl(struct daemon *d, struct reflector *services, struct reflector *nodes,
+    struct errbuf *e)
+{
+	struct servicectl_config sc = {
+		.kc = &d->kc,
+		.services = services,
+		.nodes = nodes,
+		.provider = d->provider,
+		.provider_state = d->provider_state,
+		.events = d->events,
+		.cluster_name = d->o->cluster_name,
+		.classes = d->o->load_balancer_classes,
+		.class_only = d->o->load_balancer_class_only,
+		.workers = d->o->concurrent_service_syncs,
+		.sync_period_ns = d->o->service_sync_period_ns,
+		.user_agent = "bootccm/" BOOTCCM_VERSION,
+	};
+	int r;
+
+	if (d->provider == NULL || !options_controller_enabled(d->o, OPTIONS_CTRL_SERVICE))
+		return 0;
+	r = servicectl_new(&sc, &d->servicectl, e);
+	if (r == ERR_NOT_IMPLEMENTED) {
+		log_info(1, "service does not run", "reason", e->msg, NULL);
+		return 0;
+	}
+	return r;
+}
+
+/* daemon_routectl creates the route controller on the node reflector
+ * (before it starts: the controller adds its handlers); it runs passes only
+ * while leading. Like upstream: not without --configure-cloud-routes or a
+ * provider with routes, and, said once, not without --cluster-cidr. */
+static int
+daemon_routectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
+{
+	const struct options *o = d->o;
+	struct routectl_config rc = {
+		.kc = &d->kc,
+		.nodes = nodes,
+		.provider = d->provider,
+		.provider_state = d->provider_state,
+		.events = d->events,
+		.cluster_name = o->cluster_name,
+		.cluster_cidr = o->cluster_cidr,
+		.period_ns = o->route_reconciliation_period_ns,
+		.concurrency = o->concurrent_route_syncs,
+		.user_agent = "bootccm/" BOOTCCM_VERSION,
+	};
+	int r;
+
+	if (d->provider == NULL || !options_controller_enabled(o, OPTIONS_CTRL_ROUTE))
+		return 0;
+	if (!o->configure_cloud_routes) {
+		log_info(1, "route does not run", "reason", "--configure-cloud-routes=false", NULL);
+		return 0;
+	}
+	if (d->provider->routes == NULL) {
+		log_info(1, "route does not run", "reason", "the cloud provider does not support "
+		    "routes", "provider", d->provider->name, NULL);
+		return 0;
+	}
+	if (o->cluster_cidr == NULL || strspn(o->cluster_cidr, " \t") == strlen(o->cluster_cidr)) {
+		log_warn("--configure-cloud-routes is set and the cloud provider supports routes, "
+		    "but --cluster-cidr is empty: the route controller does not run", "provider",
+		    d->provider->name, NULL);
+		return 0;
+	}
+	r = routectl_new(&rc, &d->routectl, e);
+	if (r == ERR_NOT_IMPLEMENTED) {
+		log_info(1, "route does not run", "reason", e->msg, NULL);
+		return 0;
+	}
+	return r;
+}
+
 /* daemon_informers creates and starts the reflectors every replica runs. */
 static int
 daemon_informers(struct daemon *d, struct errbuf *e)
@@ -416,18 +609,85 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 	if ((r = reflector_new(&d->kc, &nodes, &rn, e)) < 0 ||
 	    (r = reflector_new(&d->kc, &services, &rs, e)) < 0 ||
 	    (r = daemon_nodectl(d, rn, e)) < 0 ||
+	    (r = daemon_servicectl(d, rs, rn, e)) < 0 ||
+	    (r = daemon_routectl(d, rn, e)) < 0 ||
 	    (r = reflector_start(rn, e)) < 0 ||
 	    (r = reflector_start(rs, e)) < 0 ||
 	    (d->nodectl && (r = nodectl_start(d->nodectl, e)) < 0)) {
 		nodectl_free(d->nodectl);
 		d->nodectl = NULL;
 		reflector_free(rn);
+		routectl_free(d->routectl);   /* after its reflector: its handlers */
+		d->routectl = NULL;
 		reflector_free(rs);
+		servicectl_free(d->servicectl);  /* its handlers ran on both */
+		d->servicectl = NULL;
 		return r;
 	}
 	__atomic_store_n(&d->nodes, rn, __ATOMIC_RELEASE);
 	__atomic_store_n(&d->services, rs, __ATOMIC_RELEASE);
 	return 0;
+}
+
+/* --- the provider's health ----------------------------------------------------
+ * A provider with a health operation works around a standing problem of its
+ * own input (the static provider's inventory file that no longer parses:
+ * the last good one stays in force). The main thread asks it every
+ * DAEMON_HEALTH_POLL_NS and tells the operator: a log line and a Warning
+ * Event on the local Node when the problem appears or changes, again every
+ * DAEMON_HEALTH_REPEAT_NS while it stands, and a log line and a Normal Event
+ * once it is fixed. */
+
+#define DAEMON_HEALTH_POLL_NS (2 * NS_PER_S)
+#define DAEMON_HEALTH_REPEAT_NS (10 * 60 * NS_PER_S)
+#define DAEMON_HEALTH_BAD "ProviderInputInvalid"  /* Event reasons */
+#define DAEMON_HEALTH_GOOD "ProviderInputValid"
+
+struct daemon_health {
+	int bad;                        /* the last answer was a problem */
+	char msg[ERRBUF_MAX];           /* its message */
+	int64_t reported_ns;            /* clock_mono_ns when last told */
+};
+
+static void
+daemon_health_check(struct daemon *d, struct daemon_health *h)
+{
+	struct events_ref node = { .kind = "Node", .name = d->o->node_name, .api_version = "v1" };
+	struct errbuf e = { "" };
+	int64_t now = clock_mono_ns();
+
+	if (d->provider == NULL || d->provider->health == NULL)
+		return;
+	if (d->provider->health(d->provider_state, &e) == 0) {
+		if (h->bad) {
+			log_info(0, "The cloud provider's input is good again", "provider",
+			    d->provider->name, NULL);
+			events_recordf(d->events, &node, EVENTS_NORMAL, DAEMON_HEALTH_GOOD,
+			    "Cloud provider %s: its input is good again", d->provider->name);
+		}
+		h->bad = 0;
+		return;
+	}
+	if (h->bad && strcmp(h->msg, e.msg) == 0 && now - h->reported_ns < DAEMON_HEALTH_REPEAT_NS)
+		return;
+	h->bad = 1;
+	memcpy(h->msg, e.msg, sizeof(h->msg));
+	h->reported_ns = now;
+	log_warn("The cloud provider's input is broken", "provider", d->provider->name,
+	    "err", e.msg, NULL);
+	events_recordf(d->events, &node, EVENTS_WARNING, DAEMON_HEALTH_BAD,
+	    "Cloud provider %s: %s", d->provider->name, e.msg);
+}
+
+/* daemon_watch_health asks the provider for its health until stopped. */
+static void
+daemon_watch_health(struct daemon *d)
+{
+	struct daemon_health h = { 0, "", 0 };
+
+	do
+		daemon_health_check(d, &h);
+	while (!stop_sleep(&daemon_stop, DAEMON_HEALTH_POLL_NS));
 }
 
 int
@@ -439,6 +699,8 @@ daemon_run(const struct options *o)
 	char version[128], user[256], groups[1024];
 	int r, rc = 0;
 
+	struct kubeconfig *authn, *authz;
+
 	if ((r = daemon_client(o, &d.kc, &c, &e)) < 0) {
 		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
 		return 1;
@@ -446,9 +708,14 @@ daemon_run(const struct options *o)
 	/* the wait for the API server is a retry loop of its own: one attempt per
 	 * call, so a server that comes up is seen at the next poll */
 	kube_client_set_retries(&c, 0, 0, 0);
-	if (d.kc.insecure_skip_tls_verify)
-		log_warn("TLS verification of the API server is off: the kubeconfig sets "
-		    "insecure-skip-tls-verify", "kubeconfig", d.kc.source, NULL);
+	if ((authn = daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
+	    "--authentication-kubeconfig", &e)) == NULL ||
+	    (authz = daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
+	    "--authorization-kubeconfig", &e)) == NULL) {
+		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
+		rc = 1;
+		goto out;
+	}
 	log_info(0, "Starting bootccm", "version", BOOTCCM_VERSION, "commit", BOOTCCM_COMMIT,
 	    "kubeconfig", d.kc.source, "server", d.kc.server, "node", o->node_name,
 	    "cloudProvider", o->cloud_provider ? o->cloud_provider : "", NULL);
@@ -456,20 +723,19 @@ daemon_run(const struct options *o)
 	if (daemon_provider(&d, &e) < 0) {
 		log_error("Cannot start the cloud provider", "provider", o->cloud_provider,
 		    "err", e.msg, NULL);
-		kube_client_cleanup(&c);
-		kubeconfig_free(&d.kc);
-		return 1;
+		rc = 1;
+		goto out;
 	}
+	daemon_warn_config(o, &d.kc, d.provider);
 
 	/* probes answer from the start: alive while waiting, not ready */
 	if (serve_add_readyz("informer-sync", daemon_ready_informers, &d) < 0 ||
 	    serve_add_healthz("leaderElection", daemon_health_lease, &d) < 0 ||
-	    serve_start(o, &d.kc, &e) < 0) {
+	    serve_start(o, authn, authz, &e) < 0) {
 		log_error("Cannot serve", "err", e.msg, NULL);
 		serve_stop();
-		kube_client_cleanup(&c);
-		kubeconfig_free(&d.kc);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 
 	if (daemon_wait_apiserver(&c, version, sizeof(version)) < 0)
@@ -504,7 +770,7 @@ daemon_run(const struct options *o)
 	} else {
 		daemon_started_leading(&d);
 	}
-	stop_sleep_until(&daemon_stop, INT64_MAX);
+	daemon_watch_health(&d);
 stop:
 	log_info(0, "Stopping on signal", NULL);
 	/* the Lease first: a successor takes over at once, and the shared
@@ -519,16 +785,58 @@ stop:
 	lease_free(d.lease);
 	nodelifecycle_free(d.lifecycle);
 	nodectl_free(d.nodectl);    /* its workers read the node cache */
+	routectl_stop(d.routectl);  /* its passes read it too */
 	reflector_free(d.nodes);
+	routectl_free(d.routectl);  /* after its reflector: its handlers */
 	reflector_free(d.services);
+	servicectl_free(d.servicectl);  /* after the reflectors: its handlers ran on them */
 	if (d.events)
 		events_stop(d.events, 2 * NS_PER_S);
 	events_free(d.events);
+out:
 	if (d.provider)
 		d.provider->free(d.provider_state);
 	if (d.fallback)
 		d.fallback->free(d.fallback_state);
 	kube_client_cleanup(&c);
+	kubeconfig_free(&d.authn_kc);
+	kubeconfig_free(&d.authz_kc);
+	kubeconfig_free(&d.kc);
+	return rc;
+}
+
+int
+daemon_validate(const struct options *o)
+{
+	struct daemon d = { .o = o };
+	struct errbuf e = { "" };
+	int rc = 2;
+
+	if (daemon_connect_config(o, &d.kc, &e) < 0 ||
+	    daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
+	    "--authentication-kubeconfig", &e) == NULL ||
+	    daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
+	    "--authorization-kubeconfig", &e) == NULL)
+		goto out;
+	if (daemon_provider(&d, &e) < 0) {
+		errbuf_prefix(&e, ERR_INVALID, "--cloud-provider %s", o->cloud_provider);
+		goto out;
+	}
+	daemon_warn_config(o, &d.kc, d.provider);
+	log_print(STDOUT_FILENO, "valid: kubeconfig %s (server %s), cloud provider %s, "
+	    "cloud config %s\n", d.kc.source, d.kc.server,
+	    o->cloud_provider && *o->cloud_provider ? o->cloud_provider : "(none)",
+	    o->cloud_config && *o->cloud_config ? o->cloud_config : "(none)");
+	rc = 0;
+out:
+	if (rc != 0)
+		log_print(STDERR_FILENO, "bootccm: --validate: %s\n", e.msg);
+	if (d.provider)
+		d.provider->free(d.provider_state);
+	if (d.fallback)
+		d.fallback->free(d.fallback_state);
+	kubeconfig_free(&d.authn_kc);
+	kubeconfig_free(&d.authz_kc);
 	kubeconfig_free(&d.kc);
 	return rc;
 }

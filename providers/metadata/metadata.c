@@ -11,6 +11,7 @@
 #include "err.h"
 #include "metadata.h"
 #include "metadata/metadata.h"
+#include "metadata/session.h"
 #include "xalloc.h"
 
 /* The interface's fields hold whatever the metadata layer's do. */
@@ -31,14 +32,47 @@ struct metadata_file {
 	char *cloud, *endpoint, *dmi_dir, *config_drive;
 };
 
+/* The file's values are checked where they are written (FILE:LINE:COL),
+ * as md_config_set checks the --metadata-* flags. */
+static int
+metadata_check_cloud(const char *v, struct errbuf *e)
+{
+	enum md_cloud c;
+
+	if (*v == '\0' || strcmp(v, "auto") == 0 || md_cloud_parse(v, &c) == 0)
+		return 0;
+	return errbuf_set(e, ERR_INVALID, "\"%s\": want auto, ec2, gce, azure, openstack, "
+	    "digitalocean or hetzner", v);
+}
+
+static int
+metadata_check_endpoint(const char *v, struct errbuf *e)
+{
+	char host[256], port[8];
+
+	if (*v == '\0')
+		return 0;
+	if (strlen(v) >= MD_URL_MAX - 64)
+		return errbuf_set(e, ERR_INVALID, "longer than %d bytes", MD_URL_MAX - 65);
+	return md_session_parse_url(v, host, sizeof(host), port, sizeof(port), e);
+}
+
+static int
+metadata_check_path(const char *v, struct errbuf *e)
+{
+	if (strlen(v) >= MD_URL_MAX - 64)
+		return errbuf_set(e, ERR_INVALID, "longer than %d bytes", MD_URL_MAX - 65);
+	return 0;
+}
+
 static const struct cloudconfig_key metadata_section_schema[] = {
-	{ .key = "cloud", .type = CLOUDCONFIG_STRING,
+	{ .key = "cloud", .type = CLOUDCONFIG_STRING, .check = metadata_check_cloud,
 	  .offset = offsetof(struct metadata_file, cloud) },
-	{ .key = "endpoint", .type = CLOUDCONFIG_STRING,
+	{ .key = "endpoint", .type = CLOUDCONFIG_STRING, .check = metadata_check_endpoint,
 	  .offset = offsetof(struct metadata_file, endpoint) },
-	{ .key = "dmiDir", .type = CLOUDCONFIG_STRING,
+	{ .key = "dmiDir", .type = CLOUDCONFIG_STRING, .check = metadata_check_path,
 	  .offset = offsetof(struct metadata_file, dmi_dir) },
-	{ .key = "configDrive", .type = CLOUDCONFIG_STRING,
+	{ .key = "configDrive", .type = CLOUDCONFIG_STRING, .check = metadata_check_path,
 	  .offset = offsetof(struct metadata_file, config_drive) },
 	{ .key = NULL },
 };
@@ -142,10 +176,7 @@ metadata_kv(const struct cloud_kv *kv, size_t n, const char *key)
 	return NULL;
 }
 
-/* metadata_provider_id_valid checks "<scheme>://<rest>": a scheme as the
- * official CCMs use (aws, gce, azure, openstack, digitalocean, hcloud...),
- * then printable characters without spaces and not only slashes. */
-static int
+int
 metadata_provider_id_valid(const char *s)
 {
 	const char *p = s, *rest;
@@ -222,8 +253,8 @@ metadata_label(const struct cloud_node *node, const char *key, char *ret, size_t
 	return 0;
 }
 
-static int
-metadata_remote(const struct cloud_node *node, struct cloud_instance_metadata *m,
+int
+metadata_kubelet_reported(const struct cloud_node *node, struct cloud_instance_metadata *m,
     struct errbuf *e)
 {
 	const char *ip;
@@ -247,8 +278,8 @@ metadata_remote(const struct cloud_node *node, struct cloud_instance_metadata *m
 		return r;
 	if (m->provider_id[0] == '\0' && m->zone[0] == '\0' && m->region[0] == '\0' &&
 	    m->instance_type[0] == '\0' && m->n_addresses == 0)
-		return errbuf_set(e, ERR_PERMANENT, "node %s: its kubelet reported nothing the "
-		    "metadata provider can use (no spec.providerID, no %s, %s or %s label, no "
+		return errbuf_set(e, ERR_PERMANENT, "node %s: its kubelet reported nothing "
+		    "bootccm can use (no spec.providerID, no %s, %s or %s label, no "
 		    "%s annotation); start it with --provider-id, --node-ip and --node-labels "
 		    "as `bootccm metadata` prints them", node->name, CLOUD_LABEL_ZONE,
 		    CLOUD_LABEL_REGION, CLOUD_LABEL_INSTANCE_TYPE, CLOUD_PROVIDED_NODE_IP);
@@ -320,7 +351,7 @@ metadata_metadata(void *state, const struct cloud_node *node,
 	if (strcmp(node->name, st->node_name) == 0)
 		r = metadata_local(st, node, m, e);
 	else
-		r = metadata_remote(node, m, e);
+		r = metadata_kubelet_reported(node, m, e);
 	if (r == 0)
 		memcpy(ret, m, sizeof(*ret));
 	free(m);

@@ -15,6 +15,11 @@ struct ipam_pool {
 	char **namespaces;
 	size_t n_namespaces;
 	int auto_assign;
+	uint64_t used[IPAM_FAMILIES];  /* held addresses, each counted once */
+	/* per range: every address from its first up to (not including)
+	 * first + hint is held or asked for, so automatic assignment starts
+	 * there; lowered when one of them is freed (ipam_hint_lower) */
+	uint64_t *hint;
 };
 
 /* What the allocator knows of one Service. */
@@ -42,8 +47,15 @@ struct ipam_svc {
 struct ipam_hold {
 	char text[NETADDR_TEXT_MAX];                 /* the map's key */
 	struct netaddr addr;
+	struct ipam_pool *pool;                      /* the pool it is in, or NULL */
 	struct ipam_svc **holders;
 	size_t n, cap;
+};
+
+/* How many served Services ask for one address. */
+struct ipam_req {
+	char text[NETADDR_TEXT_MAX];                 /* the map's key */
+	size_t n;
 };
 
 struct ipam {
@@ -51,6 +63,7 @@ struct ipam {
 	size_t n_pools;
 	struct hmap svcs;    /* key -> struct ipam_svc */
 	struct hmap holds;   /* address text -> struct ipam_hold */
+	struct hmap reqs;    /* address text -> struct ipam_req */
 };
 
 /* --- ranges and pools ---------------------------------------------------- */
@@ -121,18 +134,68 @@ ipam_pool_clear(struct ipam_pool *p)
 {
 	free(p->name);
 	free(p->ranges);
+	free(p->hint);
 	for (size_t i = 0; i < p->n_namespaces; i++)
 		free(p->namespaces[i]);
 	free(p->namespaces);
 }
 
+/* A pool's range, for the overlap check. */
+struct ipam_rref {
+	const struct ipam_range *r;
+	size_t pool;
+};
+
+static int
+ipam_rref_cmp(const void *a, const void *b)
+{
+	const struct ipam_rref *x = a, *y = b;
+	int c = netaddr_cmp(&x->r->first, &y->r->first);
+
+	if (c != 0)
+		return c;
+	return x->pool < y->pool ? -1 : x->pool > y->pool;
+}
+
+/* ipam_overlaps finds two overlapping ranges among all the pools' in
+ * O(n log n): sorted by first address, a range overlaps an earlier one iff
+ * it starts at or before the furthest end seen so far in its family. */
+static int
+ipam_overlaps(const struct ipam_pool_config *pools, size_t n, size_t *ret_a, size_t *ret_b)
+{
+	struct ipam_rref *v, *far = NULL;
+	size_t k = 0, total = 0;
+	int found = 0;
+
+	for (size_t i = 0; i < n; i++)
+		total += pools[i].n_ranges;
+	v = xcalloc(total ? total : 1, sizeof(*v));
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < pools[i].n_ranges; j++)
+			v[k++] = (struct ipam_rref){ &pools[i].ranges[j], i };
+	qsort(v, total, sizeof(*v), ipam_rref_cmp);
+	for (k = 0; k < total && !found; k++) {
+		if (far != NULL && ipam_ranges_overlap(far->r, v[k].r)) {
+			*ret_a = far->pool < v[k].pool ? far->pool : v[k].pool;
+			*ret_b = far->pool < v[k].pool ? v[k].pool : far->pool;
+			found = 1;
+		} else if (far == NULL || far->r->first.family != v[k].r->first.family ||
+		    netaddr_cmp(&v[k].r->last, &far->r->last) > 0) {
+			far = &v[k];
+		}
+	}
+	free(v);
+	return found;
+}
+
 int
-ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
+ipam_pools_check(const struct ipam_pool_config *pools, size_t n, size_t *ret_bad,
     struct errbuf *e)
 {
-	struct ipam *m;
+	size_t a, b;
 
 	for (size_t i = 0; i < n; i++) {
+		*ret_bad = i;
 		if (pools[i].name == NULL || *pools[i].name == '\0')
 			return errbuf_set(e, ERR_INVALID, "pool %zu has no name", i + 1);
 		if (strlen(pools[i].name) >= sizeof(((struct ipam_result *)0)->pools[0]))
@@ -142,18 +205,28 @@ ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
 			if (strcmp(pools[i].name, pools[j].name) == 0)
 				return errbuf_set(e, ERR_INVALID, "two pools are named \"%s\"",
 				    pools[i].name);
-		for (size_t a = 0; a < pools[i].n_ranges; a++)
-			for (size_t j = 0; j <= i; j++)
-				for (size_t b = 0; b < (j == i ? a : pools[j].n_ranges); b++) {
-					if (!ipam_ranges_overlap(&pools[i].ranges[a], &pools[j].ranges[b]))
-						continue;
-					if (j == i)
-						return errbuf_set(e, ERR_INVALID, "pool \"%s\" lists "
-						    "overlapping addresses", pools[i].name);
-					return errbuf_set(e, ERR_INVALID, "pools \"%s\" and \"%s\" "
-					    "overlap", pools[j].name, pools[i].name);
-				}
 	}
+	if (ipam_overlaps(pools, n, &a, &b)) {
+		*ret_bad = b;
+		if (a == b)
+			return errbuf_set(e, ERR_INVALID, "pool \"%s\" lists overlapping addresses",
+			    pools[a].name);
+		return errbuf_set(e, ERR_INVALID, "pools \"%s\" and \"%s\" overlap",
+		    pools[a].name, pools[b].name);
+	}
+	return 0;
+}
+
+int
+ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
+    struct errbuf *e)
+{
+	struct ipam *m;
+	size_t bad;
+	int r;
+
+	if ((r = ipam_pools_check(pools, n, &bad, e)) < 0)
+		return r;
 	m = xcalloc(1, sizeof(*m));
 	m->pools = xcalloc(n, sizeof(*m->pools));
 	m->n_pools = n;
@@ -162,6 +235,7 @@ ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
 		p->name = xstrdup(pools[i].name);
 		p->ranges = xmemdup(pools[i].ranges, pools[i].n_ranges * sizeof(*p->ranges));
 		p->n_ranges = pools[i].n_ranges;
+		p->hint = xcalloc(p->n_ranges ? p->n_ranges : 1, sizeof(*p->hint));
 		p->namespaces = xcalloc(pools[i].n_namespaces, sizeof(*p->namespaces));
 		for (size_t j = 0; j < pools[i].n_namespaces; j++)
 			p->namespaces[j] = xstrdup(pools[i].namespaces[j]);
@@ -170,6 +244,7 @@ ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
 	}
 	hmap_init(&m->svcs, 0);
 	hmap_init(&m->holds, 0);
+	hmap_init(&m->reqs, 0);
 	*ret = m;
 	return 0;
 }
@@ -203,6 +278,7 @@ ipam_free(struct ipam *m)
 	if (m == NULL)
 		return;
 	hmap_free(&m->holds, ipam_hold_free);
+	hmap_free(&m->reqs, free);
 	hmap_free(&m->svcs, ipam_svc_free);
 	for (size_t i = 0; i < m->n_pools; i++)
 		ipam_pool_clear(&m->pools[i]);
@@ -211,7 +287,7 @@ ipam_free(struct ipam *m)
 }
 
 /* ipam_pool_of returns the pool holding a, or NULL. */
-static const struct ipam_pool *
+static struct ipam_pool *
 ipam_pool_of(const struct ipam *m, const struct netaddr *a)
 {
 	for (size_t i = 0; i < m->n_pools; i++)
@@ -250,6 +326,24 @@ ipam_pool_has_family(const struct ipam_pool *p, int family)
 	return 0;
 }
 
+/* ipam_hint_lower notes that a may have become free for automatic
+ * assignment: its range's search starts no later than a. */
+static void
+ipam_hint_lower(struct ipam *m, const struct netaddr *a)
+{
+	for (size_t i = 0; i < m->n_pools; i++)
+		for (size_t j = 0; j < m->pools[i].n_ranges; j++) {
+			const struct ipam_range *r = &m->pools[i].ranges[j];
+			uint64_t off;
+			if (!ipam_range_contains(r, a))
+				continue;
+			off = netaddr_distance(&r->first, a) - 1;
+			if (off < m->pools[i].hint[j])
+				m->pools[i].hint[j] = off;
+			return;
+		}
+}
+
 /* --- holdings ---------------------------------------------------------------- */
 
 static struct ipam_hold *
@@ -280,6 +374,8 @@ ipam_hold_add(struct ipam *m, const struct netaddr *a, struct ipam_svc *s)
 		h->addr = *a;
 		netaddr_format(a, h->text);
 		hmap_put(&m->holds, h->text, h);
+		if ((h->pool = ipam_pool_of(m, a)) != NULL)
+			h->pool->used[a->family == 4 ? 0 : 1]++;
 	}
 	if (ipam_holds(h, s))
 		return;
@@ -305,6 +401,10 @@ ipam_hold_drop(struct ipam *m, const struct netaddr *a, struct ipam_svc *s)
 		}
 	if (h->n > 0)
 		return 0;
+	if (h->pool != NULL) {
+		h->pool->used[h->addr.family == 4 ? 0 : 1]--;
+		ipam_hint_lower(m, &h->addr);
+	}
 	hmap_delete(&m->holds, h->text);
 	ipam_hold_free(h);
 	return 1;
@@ -349,6 +449,38 @@ ipam_rehold(struct ipam *m, struct ipam_svc *s, const struct netaddr *before, si
 }
 
 /* --- observing Services ------------------------------------------------------ */
+
+static int ipam_pool_usable(const struct ipam_svc *s, const struct ipam_pool *p,
+    int explicit);
+
+/* ipam_reqs_count adds delta to the count of each address s asks for, when
+ * s is served and may have it (only such requests keep auto-assignment off
+ * an address: one in no pool, or in a pool s may not use, is refused and
+ * must not keep an address from those who may). */
+static void
+ipam_reqs_count(struct ipam *m, const struct ipam_svc *s, int delta)
+{
+	for (size_t i = 0; s->served && i < s->n_requested; i++) {
+		const struct ipam_pool *p = ipam_pool_of(m, &s->requested[i]);
+		char text[NETADDR_TEXT_MAX];
+		struct ipam_req *q;
+
+		if (p == NULL || !ipam_pool_usable(s, p, 1))
+			continue;
+		netaddr_format(&s->requested[i], text);
+		if ((q = hmap_get(&m->reqs, text)) == NULL) {
+			q = xcalloc(1, sizeof(*q));
+			memcpy(q->text, text, sizeof(text));
+			hmap_put(&m->reqs, q->text, q);
+		}
+		q->n += (size_t)delta;  /* -1 wraps back: counts never go below 0 */
+		if (q->n == 0) {
+			hmap_delete(&m->reqs, q->text);
+			free(q);
+			ipam_hint_lower(m, &s->requested[i]);
+		}
+	}
+}
 
 static char *
 ipam_dup(const char *s)
@@ -399,6 +531,8 @@ ipam_observe(struct ipam *m, const char *key, const struct ipam_service *svc)
 
 	if (s != NULL)
 		nb = ipam_svc_addrs(s, before);
+	if (s != NULL)
+		ipam_reqs_count(m, s, -1);
 	if (svc == NULL) {
 		if (s == NULL)
 			return 0;
@@ -415,6 +549,7 @@ ipam_observe(struct ipam *m, const char *key, const struct ipam_service *svc)
 		hmap_put(&m->svcs, s->key, s);
 	}
 	ipam_svc_update(s, svc);
+	ipam_reqs_count(m, s, 1);
 	if (!s->served)
 		s->n_alloc = 0;  /* no longer ours: only its status holds */
 	return ipam_rehold(m, s, before, nb);
@@ -553,19 +688,17 @@ static int
 ipam_requested_by_other(const struct ipam *m, const struct ipam_svc *s,
     const struct netaddr *a)
 {
-	struct hmap_iter it;
-	void *v;
+	char text[NETADDR_TEXT_MAX];
+	const struct ipam_req *q;
+	size_t mine = 0;
 
-	hmap_iter_init(&it, &m->svcs);
-	while (hmap_iter_next(&it, NULL, &v)) {
-		const struct ipam_svc *o = v;
-		if (o == s || !o->served)
-			continue;
-		for (size_t i = 0; i < o->n_requested; i++)
-			if (netaddr_cmp(&o->requested[i], a) == 0)
-				return 1;
-	}
-	return 0;
+	netaddr_format(a, text);
+	if ((q = hmap_get(&m->reqs, text)) == NULL)
+		return 0;
+	for (size_t i = 0; s->served && i < s->n_requested; i++)
+		if (netaddr_cmp(&s->requested[i], a) == 0)
+			mine++;
+	return q->n > mine;
 }
 
 static const char *
@@ -623,7 +756,7 @@ ipam_keep(const struct ipam *m, const struct ipam_svc *s, const struct netaddr *
  * one a compatible Service with its sharing key holds, else the first free
  * one, pools in their configured order. */
 static int
-ipam_choose_auto(const struct ipam *m, const struct ipam_svc *s, int family,
+ipam_choose_auto(struct ipam *m, const struct ipam_svc *s, int family,
     struct netaddr *ret, struct errbuf *e)
 {
 	struct netaddr mine[IPAM_HELD_MAX + IPAM_FAMILIES];
@@ -658,7 +791,7 @@ ipam_choose_auto(const struct ipam *m, const struct ipam_svc *s, int family,
 			while (hmap_iter_next(&it, NULL, &v)) {
 				const struct ipam_hold *h = v;
 				struct errbuf ignored;
-				if (h->addr.family != family || ipam_pool_of(m, &h->addr) != p ||
+				if (h->addr.family != family || h->pool != p ||
 				    ipam_may_hold(m, s, &h->addr, 0, &ignored) < 0)
 					continue;
 				if (best == NULL || netaddr_cmp(&h->addr, best) < 0)
@@ -671,24 +804,33 @@ ipam_choose_auto(const struct ipam *m, const struct ipam_svc *s, int family,
 		}
 	}
 	for (size_t pi = 0; pi < m->n_pools; pi++) {
-		const struct ipam_pool *p = &m->pools[pi];
+		struct ipam_pool *p = &m->pools[pi];
 		if (!ipam_pool_usable(s, p, 0))
 			continue;
 		for (size_t ri = 0; ri < p->n_ranges; ri++) {
 			const struct ipam_range *r = &p->ranges[ri];
 			struct netaddr a = r->first;
+			uint64_t off = p->hint[ri];
 			if (a.family != family)
 				continue;
 			candidates++;
-			/* each step past the first skips a held or requested address,
-			 * so this ends within (holdings + requests + 1) steps */
+			if (netaddr_add(&a, off) < 0 || netaddr_cmp(&a, &r->last) > 0)
+				continue;  /* every address of the range is taken */
+			/* s asks for no address (or it would not be here), so "asked
+			 * for by another" is "asked for": what the hint skips. Each
+			 * step skips a held or asked-for address, and the hint keeps
+			 * them from being walked again. */
 			for (;;) {
 				if (ipam_hold_get(m, &a) == NULL && !ipam_requested_by_other(m, s, &a)) {
+					p->hint[ri] = off;
 					*ret = a;
 					return 0;
 				}
-				if (netaddr_cmp(&a, &r->last) >= 0 || netaddr_add(&a, 1) < 0)
+				if (netaddr_cmp(&a, &r->last) >= 0 || netaddr_add(&a, 1) < 0) {
+					p->hint[ri] = off + 1;
 					break;
+				}
+				off++;
 			}
 		}
 	}
@@ -772,24 +914,46 @@ ipam_pool_usage(const struct ipam *m, size_t pool, const char **ret_name,
     uint64_t used[IPAM_FAMILIES], uint64_t size[IPAM_FAMILIES])
 {
 	const struct ipam_pool *p;
-	struct hmap_iter it;
-	void *v;
 
 	if (pool >= m->n_pools)
 		return ERR_NOT_FOUND;
 	p = &m->pools[pool];
-	used[0] = used[1] = size[0] = size[1] = 0;
+	size[0] = size[1] = 0;
 	for (size_t i = 0; i < p->n_ranges; i++) {
 		int f = p->ranges[i].first.family == 4 ? 0 : 1;
 		uint64_t d = netaddr_distance(&p->ranges[i].first, &p->ranges[i].last);
 		size[f] = size[f] > UINT64_MAX - d ? UINT64_MAX : size[f] + d;
 	}
-	hmap_iter_init(&it, &m->holds);
-	while (hmap_iter_next(&it, NULL, &v)) {
-		const struct ipam_hold *h = v;
-		if (ipam_pool_of(m, &h->addr) == p)
-			used[h->addr.family == 4 ? 0 : 1]++;
-	}
+	used[0] = p->used[0];
+	used[1] = p->used[1];
 	*ret_name = p->name;
 	return 0;
+}
+
+const char *
+ipam_pool_named_of(const struct ipam *m, const char *addr)
+{
+	const struct ipam_pool *p;
+	struct netaddr a;
+
+	if (netaddr_parse(addr, &a) < 0 || (p = ipam_pool_of(m, &a)) == NULL)
+		return NULL;
+	return p->name;
+}
+
+int
+ipam_allocation(const struct ipam *m, const char *key, struct ipam_result *ret)
+{
+	const struct ipam_svc *s = hmap_get(&m->svcs, key);
+
+	if (s == NULL || s->n_alloc == 0)
+		return 0;
+	memset(ret, 0, sizeof(*ret));
+	for (size_t i = 0; i < s->n_alloc; i++) {
+		const struct ipam_pool *p = ipam_pool_of(m, &s->alloc[i]);
+		netaddr_format(&s->alloc[i], ret->addresses[i]);
+		snprintf(ret->pools[i], sizeof(ret->pools[i]), "%s", p ? p->name : "");
+	}
+	ret->n = s->n_alloc;
+	return 1;
 }

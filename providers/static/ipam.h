@@ -79,8 +79,13 @@ struct ipam_service {
 
 struct ipam;
 
-/* ipam_new builds an allocator over pools (checked: names unique and
- * non-empty, no two ranges overlapping, naming both pools). */
+/* ipam_pools_check checks pools: names unique, non-empty and short enough,
+ * no two ranges overlapping (naming both pools). On failure *ret_bad is the
+ * index of the pool at fault (of two that overlap, the later). */
+int ipam_pools_check(const struct ipam_pool_config *pools, size_t n, size_t *ret_bad,
+    struct errbuf *e);
+
+/* ipam_new builds an allocator over pools, checked by ipam_pools_check. */
 int ipam_new(const struct ipam_pool_config *pools, size_t n, struct ipam **ret,
     struct errbuf *e);
 void ipam_free(struct ipam *m);
@@ -108,9 +113,19 @@ int ipam_assign(struct ipam *m, const struct ipam_service *svc, struct ipam_resu
  * until observed otherwise). Returns how many addresses became free. */
 size_t ipam_release(struct ipam *m, const char *key);
 
+/* ipam_allocation tells key's allocation (what ipam_assign last gave it,
+ * until ipam_release or it stops being served): 1 with *ret filled
+ * (changed 0), or 0 when it has none (ret untouched). */
+int ipam_allocation(const struct ipam *m, const char *key, struct ipam_result *ret);
+
+/* ipam_pool_named_of returns the name of the pool holding the address
+ * text addr, or NULL (no pool, or not an address). */
+const char *ipam_pool_named_of(const struct ipam *m, const char *addr);
+
 /* ipam_pool_usage reports a pool's addresses per family: used (an address
  * shared by several Services counts once) and the pool's size (saturated at
- * UINT64_MAX). Returns 0, or ERR_NOT_FOUND past the last pool. */
+ * UINT64_MAX). O(ranges of the pool). Returns 0, or ERR_NOT_FOUND past the
+ * last pool. */
 int ipam_pool_usage(const struct ipam *m, size_t pool, const char **ret_name,
     uint64_t used[IPAM_FAMILIES], uint64_t size[IPAM_FAMILIES]);
 

@@ -5,8 +5,10 @@
 
 #include "cloud.h"
 #include "../metadata/metadata.h"
+#include "../static/static.h"
 
 const struct cloud_provider *const cloud_providers[] = {
 	&metadata_provider,
+	&static_provider,
 	NULL,
 };

@@ -8,7 +8,8 @@ from helpers import CCM_USER, STATIC_POD, load_yaml_docs
 CLUSTER_EXPECTED = (
     {("", "nodes", v, None) for v in ("get", "list", "watch", "patch", "delete")}
     | {("", "nodes/status", "patch", None)}
-    | {("", "services", v, None) for v in ("list", "watch")}
+    | {("", "services", v, None) for v in ("list", "watch", "patch")}
+    | {("", "services/status", "patch", None)}
     | {("", "events", v, None) for v in ("create", "patch")}
     | {("authentication.k8s.io", "tokenreviews", "create", None)}
     | {("authorization.k8s.io", "subjectaccessreviews", "create", None)}

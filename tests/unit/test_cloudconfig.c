@@ -322,6 +322,221 @@ TEST(load_file)
 	check_defaults(&c, harness_failed);
 	cloudconfig_free(schema, &c);
 	unlink(path);
+	/* a directory says so */
+	CHECK(cloudconfig_load("/tmp", schema, &c, sizeof(c), &e) == ERR_IO);
+	CHECK_STR(e.msg, "/tmp: Is a directory");
+}
+
+/* a provider's check: a region is one of two */
+static int
+check_region(const char *v, struct errbuf *e)
+{
+	if (strcmp(v, "fsn1") == 0 || strcmp(v, "hel1") == 0)
+		return 0;
+	return errbuf_set(e, ERR_INVALID, "\"%s\": want fsn1 or hel1", v);
+}
+
+struct checked {
+	char *region;
+};
+
+static const struct cloudconfig_key checked_inner[] = {
+	{ .key = "region", .type = CLOUDCONFIG_STRING, .check = check_region,
+	  .offset = offsetof(struct checked, region) },
+	{ .key = NULL },
+};
+
+static const struct cloudconfig_key checked_schema[] = {
+	{ .key = "where", .type = CLOUDCONFIG_SECTION, .section = checked_inner },
+	{ .key = NULL },
+};
+
+TEST(a_checked_value_is_reported_where_it_is_written)
+{
+	static const char bad[] = "# where we run\nwhere:\n  region: nbg1\n";
+	static const char good[] = "where: {region: hel1}\n";
+	struct checked c;
+	struct errbuf e;
+
+	memset(&c, 0, sizeof(c));
+	CHECK(cloudconfig_parse(bad, strlen(bad), "cc.yaml", checked_schema, &c, sizeof(c),
+	    &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:3:11: key \"region\" in where: \"nbg1\": want fsn1 or hel1");
+	CHECK(c.region == NULL);
+	CHECK(cloudconfig_parse(good, strlen(good), "cc.yaml", checked_schema, &c, sizeof(c),
+	    &e) == 0);
+	CHECK_STR(c.region, "hel1");
+	cloudconfig_free(checked_schema, &c);
+}
+
+/* --- lists of sections and value checks ------------------------------------ */
+
+struct port {
+	char *proto;
+	long long number;
+};
+
+struct pool {
+	char *name;
+	struct cloudconfig_list cidrs;
+	struct cloudconfig_map tags;
+	int auto_assign;
+	struct cloudconfig_sections ports;  /* struct port */
+};
+
+struct pools {
+	struct cloudconfig_sections pools;  /* struct pool */
+	char *owner;
+};
+
+static int
+check_no_x(const char *v, struct errbuf *e)
+{
+	if (strchr(v, 'x') != NULL)
+		return errbuf_set(e, ERR_INVALID, "\"%s\" has an x", v);
+	return 0;
+}
+
+static int
+check_lower(const char *v, struct errbuf *e)
+{
+	for (; *v; v++)
+		if (*v >= 'A' && *v <= 'Z')
+			return errbuf_set(e, ERR_INVALID, "not lower case");
+	return 0;
+}
+
+static const struct cloudconfig_key port_schema[] = {
+	{ .key = "proto", .type = CLOUDCONFIG_STRING, .def = "TCP",
+	  .offset = offsetof(struct port, proto) },
+	{ .key = "number", .type = CLOUDCONFIG_INT, .required = 1, .min = 1, .max = 65535,
+	  .offset = offsetof(struct port, number) },
+	{ .key = NULL },
+};
+
+static const struct cloudconfig_key pool_schema[] = {
+	{ .key = "name", .type = CLOUDCONFIG_STRING, .required = 1, .check = check_no_x,
+	  .offset = offsetof(struct pool, name) },
+	{ .key = "cidrs", .type = CLOUDCONFIG_STRING_LIST, .check = check_no_x, .max_items = 3,
+	  .offset = offsetof(struct pool, cidrs) },
+	{ .key = "tags", .type = CLOUDCONFIG_MAP, .check = check_no_x, .check_key = check_lower,
+	  .offset = offsetof(struct pool, tags) },
+	{ .key = "autoAssign", .type = CLOUDCONFIG_BOOL, .def = "true",
+	  .offset = offsetof(struct pool, auto_assign) },
+	{ .key = "ports", .type = CLOUDCONFIG_SECTION_LIST, .section = port_schema,
+	  .elem_size = sizeof(struct port), .offset = offsetof(struct pool, ports) },
+	{ .key = NULL },
+};
+
+static const struct cloudconfig_key pools_inner[] = {
+	{ .key = "pools", .type = CLOUDCONFIG_SECTION_LIST, .section = pool_schema,
+	  .elem_size = sizeof(struct pool), .max_items = 4,
+	  .offset = offsetof(struct pools, pools) },
+	{ .key = "owner", .type = CLOUDCONFIG_STRING, .offset = offsetof(struct pools, owner) },
+	{ .key = NULL },
+};
+
+static const struct cloudconfig_key pools_schema[] = {
+	{ .key = "lb", .type = CLOUDCONFIG_SECTION, .section = pools_inner },
+	{ .key = NULL },
+};
+
+static int
+parse_pools(const char *yaml, struct pools *p, struct errbuf *e)
+{
+	memset(p, 0, sizeof(*p));
+	e->msg[0] = '\0';
+	return cloudconfig_parse(yaml, strlen(yaml), "lb.yaml", pools_schema, p, sizeof(*p), e);
+}
+
+TEST(section_list_loads_each_element_with_its_position)
+{
+	struct errbuf e;
+	struct pools p;
+	const struct pool *a, *b;
+	const struct port *pt;
+
+	CHECK(parse_pools("lb:\n  owner: me\n  pools:\n  - name: a\n    cidrs: [c1, c2]\n"
+	    "    tags: {team: infra}\n    ports:\n    - {number: 80}\n"
+	    "    - {proto: UDP, number: 53}\n"
+	    "  - name: b\n    autoAssign: false\n", &p, &e) == 0);
+	CHECK_STR(p.owner, "me");
+	CHECK(p.pools.n == 2);
+	a = (const struct pool *)p.pools.items;
+	b = a + 1;
+	CHECK_STR(a->name, "a");
+	CHECK(a->cidrs.n == 2);
+	CHECK_STR(a->cidrs.items[1], "c2");
+	CHECK(a->tags.n == 1);
+	CHECK_STR(a->tags.values[0], "infra");
+	CHECK(a->auto_assign == 1);     /* each element gets its defaults */
+	CHECK(a->ports.n == 2);
+	pt = (const struct port *)a->ports.items;
+	CHECK_STR(pt[0].proto, "TCP");
+	CHECK(pt[0].number == 80);
+	CHECK_STR(pt[1].proto, "UDP");
+	CHECK(pt[1].number == 53);
+	CHECK(a->ports.pos[1].line == 9 && a->ports.pos[1].col == 7);
+	CHECK_STR(b->name, "b");
+	CHECK(b->auto_assign == 0);
+	CHECK(b->ports.n == 0 && b->ports.items == NULL);
+	CHECK(p.pools.pos[0].line == 4 && p.pools.pos[0].col == 5);
+	CHECK(p.pools.pos[1].line == 10 && p.pools.pos[1].col == 5);
+	cloudconfig_free(pools_schema, &p);
+	CHECK(p.pools.n == 0 && p.pools.items == NULL && p.pools.pos == NULL && p.owner == NULL);
+	/* empty and absent lists */
+	CHECK(parse_pools("lb:\n  pools: []\n", &p, &e) == 0);
+	CHECK(p.pools.n == 0 && p.pools.items == NULL);
+	cloudconfig_free(pools_schema, &p);
+	CHECK(parse_pools("", &p, &e) == 0);
+	CHECK(p.pools.n == 0);
+	cloudconfig_free(pools_schema, &p);
+}
+
+TEST(section_list_errors_name_the_element)
+{
+	struct errbuf e;
+	struct pools p;
+
+	CHECK(parse_pools("lb:\n  pools:\n  - name: a\n  - name: b\n    bogus: 1\n", &p, &e) ==
+	    ERR_INVALID);
+	CHECK_STR(e.msg, "lb.yaml:5:5: unknown key \"bogus\" in lb.pools[1]");
+	CHECK(p.pools.n == 0 && p.pools.items == NULL);  /* untouched on failure */
+	CHECK(parse_pools("lb:\n  pools:\n  - name: a\n  - cidrs: []\n", &p, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "lb.yaml:4:5: missing required key \"name\" in lb.pools[1]");
+	CHECK(parse_pools("lb:\n  pools:\n  - name: a\n    ports:\n    - {number: 0}\n", &p,
+	    &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "lb.yaml:5:16: key \"number\" in lb.pools[0].ports[0]: want an "
+	    "integer in [1, 65535]");
+	CHECK(parse_pools("lb:\n  pools: {name: a}\n", &p, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "lb.yaml:2:10: key \"pools\" in lb: want a list of maps");
+	CHECK(parse_pools("lb:\n  pools:\n  - a\n", &p, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "lb.yaml:3:5: key \"pools\" in lb: want a list of maps");
+	CHECK(parse_pools("lb:\n  pools: [{name: a}, {name: b}, {name: c}, {name: d}, "
+	    "{name: e}]\n", &p, &e) == ERR_TOO_LARGE);
+	CHECK_STR(e.msg, "lb.yaml:2:10: more than 4 items in lb");
+	CHECK(parse_pools("lb:\n  pools: [{name: a, cidrs: [a, b, c, d]}]\n", &p, &e) ==
+	    ERR_TOO_LARGE);
+	CHECK_STR(e.msg, "lb.yaml:2:28: more than 3 items in lb.pools[0]");
+}
+
+TEST(checks_report_at_the_value)
+{
+	struct errbuf e;
+	struct pools p;
+
+	CHECK(parse_pools("lb:\n  pools:\n  - name: box\n", &p, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "lb.yaml:3:11: key \"name\" in lb.pools[0]: \"box\" has an x");
+	CHECK(parse_pools("lb:\n  pools:\n  - name: a\n    cidrs:\n    - ok\n    - sixty\n",
+	    &p, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "lb.yaml:6:7: key \"cidrs\" in lb.pools[0]: \"sixty\" has an x");
+	CHECK(parse_pools("lb:\n  pools:\n  - name: a\n    tags: {Team: a}\n", &p, &e) ==
+	    ERR_INVALID);
+	CHECK_STR(e.msg, "lb.yaml:4:12: key \"tags\" in lb.pools[0]: not lower case");
+	CHECK(parse_pools("lb:\n  pools:\n  - name: a\n    tags: {team: xx}\n", &p, &e) ==
+	    ERR_INVALID);
+	CHECK_STR(e.msg, "lb.yaml:4:18: key \"tags\" in lb.pools[0]: \"xx\" has an x");
+	CHECK(p.pools.n == 0);
 }
 
 TEST_MAIN()

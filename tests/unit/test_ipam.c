@@ -484,4 +484,225 @@ TEST(duplicate_in_status_resolved_for_the_older)
 	ipam_free(m);
 }
 
+TEST(pools_check_names_the_pool_at_fault)
+{
+	struct ipam_range a[1] = { rng("192.0.2.0/28") };
+	struct ipam_range b[1] = { rng("198.51.100.0/28") };
+	struct ipam_range c[2] = { rng("203.0.113.0/28"), rng("192.0.2.8-192.0.2.9") };
+	struct ipam_pool_config p[3] = { { "a", a, 1, NULL, 0, 1 }, { "b", b, 1, NULL, 0, 1 },
+	    { "c", c, 2, NULL, 0, 1 } };
+	struct errbuf e;
+	size_t bad = 99;
+
+	CHECK(ipam_pools_check(p, 2, &bad, &e) == 0);
+	CHECK(ipam_pools_check(p, 3, &bad, &e) == ERR_INVALID);
+	CHECK(bad == 2);
+	CHECK_STR(e.msg, "pools \"a\" and \"c\" overlap");
+	p[1].name = "";
+	CHECK(ipam_pools_check(p, 2, &bad, &e) == ERR_INVALID);
+	CHECK(bad == 1);
+	CHECK_STR(e.msg, "pool 2 has no name");
+	/* within one pool; and ::c000:200 is no IPv4 address */
+	struct ipam_range d[3] = { rng("::c000:200/120"), rng("10.0.0.0/24"),
+	    rng("10.0.0.200-10.0.1.5") };
+	struct ipam_pool_config q[2] = { { "a", a, 1, NULL, 0, 1 }, { "d", d, 2, NULL, 0, 1 } };
+	CHECK(ipam_pools_check(q, 2, &bad, &e) == 0);
+	q[1].n_ranges = 3;
+	CHECK(ipam_pools_check(q, 2, &bad, &e) == ERR_INVALID);
+	CHECK(bad == 1);
+	CHECK_STR(e.msg, "pool \"d\" lists overlapping addresses");
+}
+
+/* Many ranges are checked for overlap by sorting, not pairwise: 64 pools
+ * of 256 disjoint /32s each, then one more range that touches the last. */
+TEST(pools_check_many_ranges)
+{
+	static struct ipam_range r[64][256];
+	static char names[64][8];
+	struct ipam_pool_config p[64];
+	struct errbuf e;
+	size_t bad = 0;
+
+	for (int i = 0; i < 64; i++) {
+		snprintf(names[i], sizeof(names[i]), "p%d", i);
+		for (int j = 0; j < 256; j++) {
+			char a[32];
+			snprintf(a, sizeof(a), "10.%d.%d.%d/32", i, j, (i * 7 + j) % 256);
+			r[i][j] = rng(a);
+		}
+		p[i] = (struct ipam_pool_config){ names[i], r[i], 256, NULL, 0, 1 };
+	}
+	CHECK(ipam_pools_check(p, 64, &bad, &e) == 0);
+	r[63][255] = rng("10.0.3.0-10.0.3.255");  /* covers p0's 10.0.3.x */
+	CHECK(ipam_pools_check(p, 64, &bad, &e) == ERR_INVALID);
+	CHECK(bad == 63);
+	CHECK_STR(e.msg, "pools \"p0\" and \"p63\" overlap");
+}
+
+/* The usage counts follow every change: allocations, statuses, releases,
+ * deletions; a shared address counts once, and an address outside every
+ * pool counts nowhere. */
+TEST(usage_follows_every_change)
+{
+	static const char *entries[] = { "192.0.2.0/29", "2001:db8::/126" };
+	struct ipam *m = one_pool(entries, 2);
+	struct tsvc a, b, out;
+	struct ipam_result r;
+	struct errbuf e;
+	const char *name;
+	uint64_t used[2], size[2];
+
+	tsvc_init(&a, "ns/a", 1);
+	tsvc_init(&b, "ns/b", 2);
+	a.s.sharing_key = b.s.sharing_key = "k";
+	b.ports[0].port = 443;
+	a.s.families[1] = 6;
+	a.s.n_families = 2;
+	a.s.policy = IPAM_REQUIRE_DUAL_STACK;
+	CHECK(ipam_assign(m, &a.s, &r, &e) == 0);
+	CHECK(ipam_pool_usage(m, 0, &name, used, size) == 0);
+	CHECK(used[0] == 1 && used[1] == 1 && size[0] == 6 && size[1] == 4);
+	CHECK(ipam_assign(m, &b.s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.1");  /* shared */
+	CHECK(ipam_pool_usage(m, 0, &name, used, size) == 0);
+	CHECK(used[0] == 1 && used[1] == 1);
+	/* a status outside every pool */
+	tsvc_init(&out, "ns/out", 3);
+	out.s.served = 0;
+	out.held[0] = "203.0.113.9";
+	out.s.n_held = 1;
+	CHECK(ipam_observe(m, "ns/out", &out.s) == 0);
+	CHECK(ipam_pool_usage(m, 0, &name, used, size) == 0);
+	CHECK(used[0] == 1 && used[1] == 1);
+	/* a releases; b still holds the IPv4 address */
+	CHECK(ipam_release(m, "ns/a") == 1);
+	CHECK(ipam_pool_usage(m, 0, &name, used, size) == 0);
+	CHECK(used[0] == 1 && used[1] == 0);
+	CHECK(ipam_allocation(m, "ns/a", &r) == 0);
+	CHECK(ipam_allocation(m, "ns/b", &r) == 1);
+	CHECK(r.n == 1 && !r.changed);
+	CHECK_STR(r.addresses[0], "192.0.2.1");
+	CHECK_STR(r.pools[0], "public");
+	CHECK(ipam_observe(m, "ns/b", NULL) == 1);
+	CHECK(ipam_pool_usage(m, 0, &name, used, size) == 0);
+	CHECK(used[0] == 0 && used[1] == 0);
+	CHECK(ipam_allocation(m, "ns/b", &r) == 0);
+	ipam_free(m);
+}
+
+/* An address a served Service asks for stays out of auto-assignment while
+ * it asks, and comes back when it stops asking or stops being served. */
+TEST(requests_keep_auto_assignment_off_until_withdrawn)
+{
+	static const char *entries[] = { "192.0.2.0/30" };  /* .1 and .2 */
+	struct ipam *m = one_pool(entries, 1);
+	struct tsvc asker, other;
+	struct ipam_result r;
+	struct errbuf e;
+
+	tsvc_init(&asker, "ns/asker", 1);
+	asker.req[0] = "192.0.2.1";
+	asker.s.n_requested = 1;
+	ipam_observe(m, "ns/asker", &asker.s);
+	tsvc_init(&other, "ns/other", 2);
+	CHECK(ipam_assign(m, &other.s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.2");
+	CHECK(ipam_observe(m, "ns/other", NULL) == 1);
+	asker.s.served = 0;  /* another class now: its request no longer counts */
+	ipam_observe(m, "ns/asker", &asker.s);
+	CHECK(ipam_assign(m, &other.s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.1");
+	ipam_free(m);
+}
+
+/* A request that can never be met as it stands (an address in a pool the
+ * Service's namespace may not use, or outside the pool it asked for) keeps
+ * nobody off the address: another namespace cannot hold a pool's addresses
+ * back from the namespaces it is for by asking for them. */
+TEST(requests_that_cannot_be_met_keep_nobody_off)
+{
+	struct ipam_range team[1] = { rng("192.0.2.0/30") };       /* .1 and .2 */
+	struct ipam_range pub[1] = { rng("198.51.100.0/30") };
+	const char *teams[] = { "team-a" };
+	struct ipam_pool_config p[2] = {
+		{ "team", team, 1, teams, 1, 1 },
+		{ "public", pub, 1, NULL, 0, 1 },
+	};
+	struct ipam *m = NULL;
+	struct tsvc other_ns, wrong_pool, a, b;
+	struct ipam_result r;
+	struct errbuf e;
+
+	CHECK(ipam_new(p, 2, &m, &e) == 0);
+	tsvc_init(&other_ns, "team-b/asker", 1);
+	other_ns.req[0] = "192.0.2.1";
+	other_ns.s.n_requested = 1;
+	CHECK(ipam_assign(m, &other_ns.s, &r, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "which namespace team-b may not use");
+	tsvc_init(&wrong_pool, "team-a/asker", 2);
+	wrong_pool.req[0] = "192.0.2.2";
+	wrong_pool.s.n_requested = 1;
+	wrong_pool.s.pool = "public";
+	CHECK(ipam_assign(m, &wrong_pool.s, &r, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "not in the requested pool public");
+	tsvc_init(&a, "team-a/a", 3);
+	CHECK(ipam_assign(m, &a.s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.1");
+	tsvc_init(&b, "team-a/b", 4);
+	CHECK(ipam_assign(m, &b.s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.2");
+	/* a request it may have still does: the asker's pool fixed */
+	CHECK(ipam_observe(m, "team-a/b", NULL) == 1);
+	wrong_pool.s.pool = "team";
+	ipam_observe(m, "team-a/asker", &wrong_pool.s);
+	tsvc_init(&b, "team-a/c", 5);
+	CHECK(ipam_assign(m, &b.s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "198.51.100.1");
+	ipam_free(m);
+}
+
+/* Automatic assignment remembers how far each range is taken, and a freed
+ * address (a Service gone, a request withdrawn) is found again first. */
+TEST(freed_addresses_are_found_again_first)
+{
+	static const char *entries[] = { "192.0.2.0/29", "198.51.100.7/32" };
+	struct ipam *m = one_pool(entries, 2);
+	static struct tsvc s[10];
+	static char keys[10][16];
+	struct ipam_result r;
+	struct errbuf e;
+
+	for (int i = 0; i < 10; i++) {
+		snprintf(keys[i], sizeof(keys[i]), "ns/s%d", i);
+		tsvc_init(&s[i], keys[i], i);
+	}
+	for (int i = 0; i < 7; i++) {
+		char want[NETADDR_TEXT_MAX];
+		snprintf(want, sizeof(want), i < 6 ? "192.0.2.%d" : "198.51.100.7", i + 1);
+		CHECK(ipam_assign(m, &s[i].s, &r, &e) == 0);
+		CHECK_STR(r.addresses[0], want);
+	}
+	CHECK(ipam_assign(m, &s[7].s, &r, &e) == ERR_UNAVAILABLE);
+	CHECK(ipam_observe(m, keys[2], NULL) == 1);
+	CHECK(ipam_assign(m, &s[7].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.3");
+	CHECK(ipam_observe(m, keys[6], NULL) == 1);   /* the second range's only one */
+	CHECK(ipam_observe(m, keys[0], NULL) == 1);
+	CHECK(ipam_assign(m, &s[8].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.1");
+	CHECK(ipam_assign(m, &s[9].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "198.51.100.7");
+	/* an address a Service moves away from is found again */
+	CHECK(ipam_observe(m, keys[4], NULL) == 1);    /* .5 free */
+	s[1].req[0] = "192.0.2.5";                    /* s1 asks to move from .2 to .5 */
+	s[1].s.n_requested = 1;
+	CHECK(ipam_assign(m, &s[1].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.5");
+	tsvc_init(&s[4], keys[4], 4);
+	CHECK(ipam_assign(m, &s[4].s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.2");
+	CHECK(ipam_assign(m, &s[0].s, &r, &e) == ERR_UNAVAILABLE);
+	ipam_free(m);
+}
+
 TEST_MAIN()
