@@ -21,9 +21,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
+#include "benchclock.h"
 #include "kube/node.h"
 #include "kube/store.h"
 #include "kube/watch.h"
@@ -291,26 +291,6 @@ bench_status(const char *key)
 	return v;
 }
 
-/* bench_cpu: the process's user + system CPU seconds so far. */
-static double
-bench_cpu(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
-}
-
-static double
-bench_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 #ifdef BENCH_REFLECTOR
 /* bench_reflector lists and watches nodes through the real client until the
  * store has synced, then reports like the synthetic run. */
@@ -325,7 +305,7 @@ bench_reflector(const char *kubeconfig)
 	struct reflector *r = NULL;
 	struct errbuf e = { "" };
 	long rss0 = bench_status("VmRSS:");
-	double t0 = bench_now();
+	double t0 = benchclock_now();
 
 	/* as bootccm's main: a connection the fake closes while a request is
 	 * written is an error of that request, not the end of the process */
@@ -337,10 +317,10 @@ bench_reflector(const char *kubeconfig)
 	while (!reflector_has_synced(r)) {
 		struct timespec ts = { 0, 10 * 1000000L };
 		nanosleep(&ts, NULL);
-		if (bench_now() - t0 > 900)
+		if (benchclock_now() - t0 > 900)
 			bench_die("no sync within 900 s");
 	}
-	double t_sync = bench_now() - t0, cpu_sync = bench_cpu();
+	double t_sync = benchclock_now() - t0, cpu_sync = benchclock_cpu();
 	struct store *s = reflector_store(r);
 	size_t sb = store_bytes(s), n = store_len(s);
 	long rss = bench_status("VmRSS:"), hwm = bench_status("VmHWM:");
@@ -410,14 +390,14 @@ main(int argc, char **argv)
 	hwm0 = bench_status("VmHWM:");
 
 	/* what generating the nodes costs alone, to tell it from the rest */
-	c0 = bench_cpu();
+	c0 = benchclock_cpu();
 	for (int i = 0; i < b.nodes; i++)
 		bench_node(&b, i, b.rv + i);
-	c_gen = bench_cpu() - c0;
+	c_gen = benchclock_cpu() - c0;
 
 	/* the initial LIST, page by page */
-	t0 = bench_now();
-	c0 = bench_cpu();
+	t0 = benchclock_now();
+	c0 = benchclock_cpu();
 	for (int first = 0; first < b.nodes; first += b.page) {
 		int last = first + b.page < b.nodes ? first + b.page : b.nodes;
 		bench_emits(&b, "{\"apiVersion\":\"v1\",\"items\":[", 0);
@@ -437,15 +417,15 @@ main(int argc, char **argv)
 		free(cont);
 		kube_watch_list_reset(&b.list);
 	}
-	t_list = bench_now() - t0;
-	c_list = bench_cpu() - c0;
+	t_list = benchclock_now() - t0;
+	c_list = benchclock_cpu() - c0;
 	list_json = b.json_bytes;
 	long rss_list = bench_status("VmRSS:"), hwm_list = bench_status("VmHWM:");
 	size_t store_bytes_list = store_bytes(b.store);
 
 	/* every node changes once: a MODIFIED event each */
-	t0 = bench_now();
-	c0 = bench_cpu();
+	t0 = benchclock_now();
+	c0 = benchclock_cpu();
 	b.rv += b.nodes;
 	for (int i = 0; i < b.nodes; i++) {
 		bench_node(&b, i, b.rv + i);
@@ -454,8 +434,8 @@ main(int argc, char **argv)
 		bench_emits(&b, "}\n", 1);
 	}
 	bench_flush(&b, 1);
-	t_watch = bench_now() - t0;
-	c_watch = bench_cpu() - c0;
+	t_watch = benchclock_now() - t0;
+	c_watch = benchclock_cpu() - c0;
 	long rss = bench_status("VmRSS:"), hwm = bench_status("VmHWM:");
 	size_t sb = store_bytes(b.store), n = store_len(b.store);
 

@@ -20,11 +20,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/resource.h>
 #include <time.h>
 
 #include <json-c/json.h>
 
+#include "benchclock.h"
 #include "jsonx.h"
 #include "kube/client.h"
 #include "kube/node.h"
@@ -35,25 +35,6 @@ jd_die(const char *what)
 {
 	fprintf(stderr, "json_decode: %s\n", what);
 	exit(1);
-}
-
-static double
-jd_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
-static double
-jd_cpu(void)
-{
-	struct rusage ru;
-
-	getrusage(RUSAGE_SELF, &ru);
-	return (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6 +
-	    (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 }
 
 static void
@@ -154,10 +135,10 @@ main(int argc, char **argv)
 			continue;
 		for (long i = 0; i < iterations / 10 + 1; i++)  /* warm up */
 			jd_steps[s].fn(buf, len);
-		double c0 = jd_cpu(), t0 = jd_now();
+		double c0 = benchclock_cpu(), t0 = benchclock_now();
 		for (long i = 0; i < iterations; i++)
 			jd_steps[s].fn(buf, len);
-		double t = jd_now() - t0, c = jd_cpu() - c0;
+		double t = benchclock_now() - t0, c = benchclock_cpu() - c0;
 		printf("{\"step\":\"%s\",\"bytes\":%zu,\"iterations\":%ld,\"us_per_decode\":%.2f,"
 		    "\"mb_per_s\":%.1f,\"cpu_s\":%.3f,\"wall_s\":%.3f}\n", jd_steps[s].name, len,
 		    iterations, t / (double)iterations * 1e6,
