@@ -188,7 +188,18 @@ hcapi_elem(json_object *a, const char *path, const char *field, size_t i,
 	return 0;
 }
 
-static void
+void
+hcapi_labels_copy(struct hcapi_labels *dst, const struct hcapi_labels *src)
+{
+	dst->n = src->n;
+	dst->kv = xcalloc(src->n ? src->n : 1, sizeof(*dst->kv));
+	for (size_t i = 0; i < src->n; i++) {
+		dst->kv[i].key = xstrdup(src->kv[i].key);
+		dst->kv[i].value = xstrdup(src->kv[i].value);
+	}
+}
+
+void
 hcapi_labels_free(struct hcapi_labels *l)
 {
 	for (size_t i = 0; i < l->n; i++) {

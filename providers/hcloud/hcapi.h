@@ -48,6 +48,11 @@ struct hcapi_labels {
 /* hcapi_label returns the value of key, or NULL. */
 const char *hcapi_label(const struct hcapi_labels *l, const char *key);
 
+/* hcapi_labels_copy makes dst a copy of src; hcapi_labels_free releases
+ * labels (and leaves them empty). */
+void hcapi_labels_copy(struct hcapi_labels *dst, const struct hcapi_labels *src);
+void hcapi_labels_free(struct hcapi_labels *l);
+
 struct hcapi_privnet {
 	int64_t network;
 	char ip[NETADDR_TEXT_MAX];          /* canonical */

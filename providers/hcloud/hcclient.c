@@ -162,7 +162,7 @@ hcclient_new(const struct hcclient_config *cfg, struct hcclient **ret, struct er
 	    HCCLIENT_ENDPOINT_DEFAULT;
 	struct hcclient *c;
 	size_t len;
-	int plain, r;
+	int plain = 0, r;
 
 	pthread_once(&hcclient_metrics_once, hcclient_metrics_init);
 	if (cfg->token_file == NULL || *cfg->token_file == '\0')
