@@ -547,6 +547,32 @@ class State(object):
             self._server(sid)
             return self.render_server(sid)
 
+    def put_server(self, sid, body):
+        """PUT /servers/{id}: name (unique, non-empty) and labels (replaced
+        whole), as the API's "Update a Server"; 423 locked while an action
+        runs on it."""
+        with self.lock:
+            s = self._server(sid)
+            if self._locked_by(("server", sid)):
+                raise ApiError(423, "locked", "server is locked")
+            name = _field(body, "name", str)
+            labels = _field(body, "labels", dict)
+            if name is not None:
+                if not name:
+                    raise invalid("name", "must not be empty")
+                for other in self.servers.values():
+                    if other["name"] == name and other["id"] != sid:
+                        raise ApiError(409, "uniqueness_error",
+                                       "name is already used",
+                                       {"fields": [{"name": "name"}]})
+            if labels is not None:
+                self._check_labels(labels)
+            if name is not None:
+                s["name"] = name
+            if labels is not None:
+                s["labels"] = dict(labels)
+            return self.render_server(sid)
+
     def delete_server(self, sid):
         with self.lock:
             s = self._server(sid)

@@ -282,6 +282,26 @@ def test_server_changes_from_python(hc, api):
     assert api.error("GET", "servers/%d" % s["id"])[0] == 404
 
 
+def test_update_server_name_and_labels(hc, api):
+    s = hc.add_server(name="node-a", labels={"keep": "1"})
+    hc.add_server(name="node-b")
+    p = "servers/%d" % s["id"]
+    out = api.ok("PUT", p, {"labels": {"keep": "1", "bootccm.io/lb-x": ""}})
+    assert out["server"]["labels"] == {"keep": "1", "bootccm.io/lb-x": ""}
+    # labels are replaced whole, the name is kept
+    out = api.ok("PUT", p, {"labels": {"new": "v"}})["server"]
+    assert (out["name"], out["labels"]) == ("node-a", {"new": "v"})
+    sel = api.ok("GET", "servers?label_selector=new")["servers"]
+    assert [x["id"] for x in sel] == [s["id"]]
+    assert api.ok("PUT", p, {"name": "node-c"})["server"]["name"] == "node-c"
+    assert api.error("PUT", p, {"name": "node-b"}) == (409, "uniqueness_error")
+    assert api.error("PUT", p, {"name": ""}) == (422, "invalid_input")
+    assert api.error("PUT", p, {"labels": {"a b": "c"}}) == (
+        422, "invalid_input")
+    assert api.error("PUT", p, {"labels": "x"}) == (422, "invalid_input")
+    assert api.error("PUT", "servers/99", {"labels": {}}) == (404, "not_found")
+
+
 def test_delete_server_returns_an_action(hc, api):
     s = hc.add_server(name="node-a")
     st, _, out = api.request("DELETE", "servers/%d" % s["id"])
