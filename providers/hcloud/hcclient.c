@@ -43,6 +43,7 @@ struct hcclient {
 	char *token_file;
 	char *ca_file;                    /* NULL for plain http */
 	char *user_agent_header;
+	long timeout_ms;
 	int plain;
 	struct stop *stop;
 	struct http_tls tls;
@@ -184,6 +185,10 @@ hcclient_new(const struct hcclient_config *cfg, struct hcclient **ret, struct er
 	c->user_agent_header = xasprintf("User-Agent: %s", cfg->user_agent && *cfg->user_agent ?
 	    cfg->user_agent : "bootccm");
 	c->stop = cfg->stop;
+	c->timeout_ms = cfg->timeout_ns > 0 ? (long)(cfg->timeout_ns / NS_PER_MS) :
+	    HCCLIENT_TIMEOUT_MS;
+	if (c->timeout_ms < 1)
+		c->timeout_ms = 1;
 	pthread_mutex_init(&c->token_mu, NULL);
 	pthread_mutex_init(&c->pool_mu, NULL);
 	pthread_mutex_init(&c->bucket_mu, NULL);
@@ -513,7 +518,9 @@ hcclient_once(struct hcclient *c, const char *method, const char *path, const ch
 	req.body_len = body_len;
 	req.tls = c->plain ? NULL : &c->tls;
 	req.connect_timeout_ms = HCCLIENT_CONNECT_TIMEOUT_MS;
-	req.timeout_ms = HCCLIENT_TIMEOUT_MS;
+	req.timeout_ms = c->timeout_ms;
+	if (req.connect_timeout_ms > c->timeout_ms)
+		req.connect_timeout_ms = c->timeout_ms;
 	req.max_body = HCCLIENT_BODY_MAX;
 	req.capture = capture;
 	h = hcclient_http_get(c);

@@ -57,6 +57,7 @@ struct hcclient_config {
 	const char *ca_file;           /* https: trusted CAs; NULL: HCCLIENT_CA_FILE_DEFAULT */
 	const char *user_agent;        /* NULL: "bootccm" */
 	struct stop *stop;             /* abandons waits once stopped; NULL: never */
+	int64_t timeout_ns;            /* one request, whole; 0: HCCLIENT_TIMEOUT_MS */
 };
 
 /* What an error answer said, for callers that act on the API's code. */

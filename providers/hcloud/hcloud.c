@@ -23,6 +23,7 @@ struct hcloud_lb_file {
 struct hcloud_file {
 	char *token_file, *endpoint, *ca_file, *network, *address_family;
 	long long max_routes;
+	int64_t timeout_ns;
 	struct hcloud_lb_file lb;
 };
 
@@ -72,6 +73,8 @@ static const struct cloudconfig_key hcloud_section_schema[] = {
 	  .offset = offsetof(struct hcloud_file, network) },
 	{ .key = "addressFamily", .type = CLOUDCONFIG_STRING, .def = "ipv4",
 	  .check = hcloud_check_family, .offset = offsetof(struct hcloud_file, address_family) },
+	{ .key = "requestTimeout", .type = CLOUDCONFIG_DURATION, .def = "15s",
+	  .offset = offsetof(struct hcloud_file, timeout_ns) },
 	{ .key = "maxRoutes", .type = CLOUDCONFIG_INT, .def = "100", .min = 1, .max = 100000,
 	  .offset = offsetof(struct hcloud_file, max_routes) },
 	{ .key = "loadBalancers", .type = CLOUDCONFIG_SECTION, .section = hcloud_lb_schema },
@@ -156,6 +159,7 @@ hcloud_init(const struct cloud_config *cfg, void **ret_state, struct errbuf *e)
 	cc.ca_file = ca;
 	cc.user_agent = "bootccm (hcloud provider)";
 	cc.stop = cfg->stop;
+	cc.timeout_ns = f.timeout_ns;
 	st = xcalloc(1, sizeof(*st));
 	if ((r = hcclient_new(&cc, &st->client, e)) < 0) {
 		errbuf_prefix(e, r, "%s: hcloud", file);

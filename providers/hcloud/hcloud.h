@@ -12,6 +12,7 @@
  *     network: k8s-private      # name or id: InternalIPs, routes, private targets
  *     addressFamily: ipv4       # ipv4 | ipv6 | dualstack: the ExternalIPs
  *     maxRoutes: 100            # the network's route limit
+ *     requestTimeout: 15s       # one API request, whole
  *     loadBalancers:            # defaults; the Services' annotations win
  *       location: fsn1          # or networkZone: eu-central
  *       type: lb11
