@@ -745,7 +745,7 @@ hclb_reconcile(struct hclb_ctx *x, struct hcapi_lb *lb, const int64_t *want, siz
 
 /* hclb_shortfall reports backends left out for the type's limit: an error
  * the first time (the controller's Warning Event names the limit), then 0
- * while the shortfall stays the same. */
+ * while the limit stays exceeded. */
 static int
 hclb_shortfall(struct hclb_ctx *x, const struct hcapi_lb *lb, size_t shortfall,
     size_t wanted, struct errbuf *e)
@@ -753,7 +753,9 @@ hclb_shortfall(struct hclb_ctx *x, const struct hcapi_lb *lb, size_t shortfall,
 	char sig[64], *old;
 	int report = 0;
 
-	snprintf(sig, sizeof(sig), "%" PRId64 "/%zu/%zu", lb->max_targets, shortfall, wanted);
+	/* once per limit: Nodes coming and going while it is exceeded are no
+	 * news (a new type, or the limit met and exceeded again, are) */
+	snprintf(sig, sizeof(sig), "%s/%" PRId64, lb->type, lb->max_targets);
 	pthread_mutex_lock(&x->l->mu);
 	old = hmap_get(&x->l->shortfalls, x->svc->uid);
 	if (shortfall == 0) {

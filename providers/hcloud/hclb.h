@@ -21,9 +21,9 @@
  *   selected Nodes' servers carry that label, so a Node joining or leaving
  *   costs one server label change however many balancers select it.
  * - More backends than the type's max_targets: the balancer serves with as
- *   many as fit, and ensure fails ONCE per new shortfall with an error
- *   naming the limit (the controller's Warning Event), then succeeds: no
- *   loop of failing add_target calls (hcloud-ccm #149).
+ *   many as fit, and ensure fails ONCE with an error naming the limit (the
+ *   controller's Warning Event), then succeeds while the limit stays
+ *   exceeded: no loop of failing add_target calls (hcloud-ccm #149).
  * - Status: hclbspec_status (ipMode Proxy with the PROXY protocol).
  * - verify: one listing of the cluster's balancers for every Service.
  *
