@@ -16,10 +16,16 @@ struct hcroute {
 	struct hcserver *servers;
 	struct hcnet *net;
 	int64_t max_routes;
+	/* a network takes one change at a time (others answer conflict): the
+	 * route controller's parallel creates queue here instead of spending
+	 * requests on conflicts */
+	pthread_mutex_t change_mu;
 	pthread_mutex_t mu;
 	struct hcapi_route *routes;     /* the network's routes as last seen */
 	size_t n_routes;
 	int have;                       /* routes were listed */
+	size_t full;                    /* the API refused a route at this many
+	                                   (resource_limit_exceeded); 0: not */
 	struct hmap gateways;           /* gateway IP -> the Node create routed to it */
 };
 
@@ -34,6 +40,7 @@ hcroute_new(struct hcclient *c, struct hcserver *servers, struct hcnet *net,
 	r->net = net;
 	r->max_routes = max_routes > 0 ? max_routes : HCROUTE_MAX_ROUTES;
 	pthread_mutex_init(&r->mu, NULL);
+	pthread_mutex_init(&r->change_mu, NULL);
 	hmap_init(&r->gateways, HMAP_COPY_KEYS);
 	return r;
 }
@@ -45,6 +52,7 @@ hcroute_free(struct hcroute *r)
 		return;
 	hmap_free(&r->gateways, free);
 	pthread_mutex_destroy(&r->mu);
+	pthread_mutex_destroy(&r->change_mu);
 	free(r->routes);
 	free(r);
 }
@@ -109,6 +117,8 @@ hcroute_list(struct hcroute *r, cloud_route_cb cb, void *arg, struct errbuf *e)
 	r->routes = nw.routes;
 	r->n_routes = nw.n_routes;
 	r->have = 1;
+	if (r->full > 0 && nw.n_routes < r->full)
+		r->full = 0;   /* room again: try */
 	nw.routes = NULL;
 	nw.n_routes = 0;
 	pthread_mutex_unlock(&r->mu);
@@ -138,7 +148,8 @@ hcroute_gw_fn(const struct hcapi_server *srv, void *arg)
 		}
 }
 
-/* hcroute_change posts add_route or delete_route and waits for it. */
+/* hcroute_change posts add_route or delete_route and waits for it (the
+ * caller holds change_mu). */
 static int
 hcroute_change(struct hcroute *r, int64_t network, const char *cmd, const char *dest,
     const char *gw, struct hcclient_answer *ans, struct errbuf *e)
@@ -177,6 +188,64 @@ hcroute_forget(struct hcroute *r, const char *dest)
 	r->n_routes = k;
 }
 
+/* hcroute_add routes d to the gateway g, replacing a route of d to
+ * another gateway, within the network's limit (change_mu held). */
+static int
+hcroute_add(struct hcroute *r, const struct hcroute_gw *g, const char *d, const char *node,
+    struct hcclient_answer *ans, struct errbuf *e)
+{
+	char old_gw[NETADDR_TEXT_MAX] = "";
+	size_t count, limit;
+	int rc, listed, seen = 0;
+
+	pthread_mutex_lock(&r->mu);
+	listed = r->have;
+	count = r->n_routes;
+	for (size_t i = 0; i < r->n_routes; i++)
+		if (strcmp(r->routes[i].destination, d) == 0) {
+			snprintf(old_gw, sizeof(old_gw), "%s", r->routes[i].gateway);
+			seen = 1;
+		}
+	limit = r->full > 0 && (int64_t)r->full < r->max_routes ? r->full :
+	    (size_t)r->max_routes;
+	pthread_mutex_unlock(&r->mu);
+	if (seen && strcmp(old_gw, g->ip) == 0)
+		return 0;
+	if (listed && !seen && count >= limit)
+		return errbuf_set(e, ERR_PERMANENT, "node %s: no route for its podCIDR %s: network "
+		    "%s has %zu routes, the most it takes (%zu)", node, d, hcnet_name(r->net),
+		    count, limit);
+	if (seen) {
+		/* the destination goes elsewhere: replace the route */
+		if ((rc = hcroute_change(r, g->network, "delete_route", d, old_gw, ans, e)) < 0)
+			return errbuf_prefix(e, rc, "node %s: replacing the route of %s via %s", node,
+			    d, old_gw);
+		pthread_mutex_lock(&r->mu);
+		hcroute_forget(r, d);
+		pthread_mutex_unlock(&r->mu);
+	}
+	rc = hcroute_change(r, g->network, "add_route", d, g->ip, ans, e);
+	if (rc < 0 && strcmp(ans->code, "resource_limit_exceeded") == 0) {
+		/* full: no request again until the network has fewer routes */
+		pthread_mutex_lock(&r->mu);
+		r->full = r->n_routes > 0 ? r->n_routes : 1;
+		count = r->full;
+		pthread_mutex_unlock(&r->mu);
+		return errbuf_set(e, ERR_PERMANENT, "node %s: no route for its podCIDR %s: network "
+		    "%s has %zu routes, the most it takes (resource_limit_exceeded)", node, d,
+		    hcnet_name(r->net), count);
+	}
+	if (rc < 0)
+		return errbuf_prefix(e, rc, "node %s: route %s via %s", node, d, g->ip);
+	pthread_mutex_lock(&r->mu);
+	r->routes = xreallocarray(r->routes, r->n_routes + 1, sizeof(*r->routes));
+	snprintf(r->routes[r->n_routes].destination, sizeof(r->routes[0].destination), "%s", d);
+	snprintf(r->routes[r->n_routes].gateway, sizeof(r->routes[0].gateway), "%s", g->ip);
+	r->n_routes++;
+	pthread_mutex_unlock(&r->mu);
+	return 0;
+}
+
 int
 hcroute_create(struct hcroute *r, const struct cloud_route *route,
     const struct cloud_node *target, struct errbuf *e)
@@ -184,10 +253,9 @@ hcroute_create(struct hcroute *r, const struct cloud_route *route,
 	struct hcroute_gw g;
 	struct netprefix dest;
 	struct hcclient_answer ans;
-	char d[NETPREFIX_TEXT_MAX], old_gw[NETADDR_TEXT_MAX] = "";
+	char d[NETPREFIX_TEXT_MAX];
 	const char *node = target && target->name ? target->name : route->target_node;
-	size_t count;
-	int rc, listed, seen = 0;
+	int rc;
 
 	if (netprefix_parse(route->destination_cidr, 0, &dest) < 0)
 		return errbuf_set(e, ERR_INVALID, "node %s: podCIDR \"%.64s\" is not a CIDR", node,
@@ -202,19 +270,6 @@ hcroute_create(struct hcroute *r, const struct cloud_route *route,
 	if (g.network == 0)
 		return errbuf_set(e, ERR_PERMANENT, "routes need a network (the cloud-config's "
 		    "hcloud.network)");
-	pthread_mutex_lock(&r->mu);
-	listed = r->have;
-	count = r->n_routes;
-	for (size_t i = 0; i < r->n_routes; i++)
-		if (strcmp(r->routes[i].destination, d) == 0) {
-			snprintf(old_gw, sizeof(old_gw), "%s", r->routes[i].gateway);
-			seen = 1;
-		}
-	pthread_mutex_unlock(&r->mu);
-	if (listed && !seen && (int64_t)count >= r->max_routes)
-		return errbuf_set(e, ERR_PERMANENT, "node %s: no route for its podCIDR %s: network "
-		    "%s has %zu routes, the most it takes (%" PRId64 ")", node, d, hcnet_name(r->net),
-		    count, r->max_routes);
 	if (target == NULL)
 		return errbuf_set(e, ERR_INVALID, "node %s: unknown", node);
 	if ((rc = hcserver_with(r->servers, target, HCSERVER_LIFECYCLE_MAX_AGE_NS, hcroute_gw_fn,
@@ -235,34 +290,17 @@ hcroute_create(struct hcroute *r, const struct cloud_route *route,
 			return errbuf_set(e, ERR_PERMANENT, "node %s: its server's IP %s in network "
 			    "%s is not one of its InternalIPs", node, g.ip, hcnet_name(r->net));
 	}
-	if (seen && strcmp(old_gw, g.ip) == 0)
-		goto learned;
-	if (seen) {
-		/* the destination goes elsewhere: replace the route */
-		if ((rc = hcroute_change(r, g.network, "delete_route", d, old_gw, &ans, e)) < 0)
-			return errbuf_prefix(e, rc, "node %s: replacing the route of %s via %s", node,
-			    d, old_gw);
+	/* the count and the change under one turn: parallel creates see each
+	 * other's routes */
+	pthread_mutex_lock(&r->change_mu);
+	rc = hcroute_add(r, &g, d, node, &ans, e);
+	pthread_mutex_unlock(&r->change_mu);
+	if (rc == 0) {
 		pthread_mutex_lock(&r->mu);
-		hcroute_forget(r, d);
+		free(hmap_put(&r->gateways, g.ip, xstrdup(node)));
 		pthread_mutex_unlock(&r->mu);
 	}
-	rc = hcroute_change(r, g.network, "add_route", d, g.ip, &ans, e);
-	if (rc < 0 && strcmp(ans.code, "resource_limit_exceeded") == 0)
-		return errbuf_set(e, ERR_PERMANENT, "node %s: no route for its podCIDR %s: network "
-		    "%s takes no more routes (resource_limit_exceeded)", node, d, hcnet_name(r->net));
-	if (rc < 0)
-		return errbuf_prefix(e, rc, "node %s: route %s via %s", node, d, g.ip);
-	pthread_mutex_lock(&r->mu);
-	r->routes = xreallocarray(r->routes, r->n_routes + 1, sizeof(*r->routes));
-	snprintf(r->routes[r->n_routes].destination, sizeof(r->routes[0].destination), "%s", d);
-	snprintf(r->routes[r->n_routes].gateway, sizeof(r->routes[0].gateway), "%s", g.ip);
-	r->n_routes++;
-	pthread_mutex_unlock(&r->mu);
-learned:
-	pthread_mutex_lock(&r->mu);
-	free(hmap_put(&r->gateways, g.ip, xstrdup(node)));
-	pthread_mutex_unlock(&r->mu);
-	return 0;
+	return rc;
 }
 
 int
@@ -287,7 +325,9 @@ hcroute_delete(struct hcroute *r, const struct cloud_route *route, struct errbuf
 	pthread_mutex_unlock(&r->mu);
 	if (gw[0] == '\0')
 		return 0;   /* not in the network as last listed: gone */
+	pthread_mutex_lock(&r->change_mu);
 	rc = hcroute_change(r, network, "delete_route", d, gw, &ans, e);
+	pthread_mutex_unlock(&r->change_mu);
 	if (rc < 0 && strcmp(ans.code, "invalid_input") == 0) {
 		/* the route went meanwhile: the next listing tells */
 		rc = 0;

@@ -12,14 +12,18 @@
  * - create adds destination -> gateway (add_route; conflict and locked are
  *   retried by the client), replacing a route of the same destination to
  *   another gateway as the official CCM does; the network's route limit
- *   (max_routes, 100 by default; the API's resource_limit_exceeded too)
- *   is an error naming the limit, decided without a request while the
- *   network is full, so the controller's Event repeats but no request does.
+ *   (max_routes, 100 by default; or the number at which the API answered
+ *   resource_limit_exceeded, until the network has fewer routes) is an
+ *   error naming the limit, decided without a request while the network is
+ *   full, so the controller's Event repeats but no request does.
  * - delete removes it; 0 when it is already gone.
+ * - Changes to the network go one at a time (the API answers conflict to
+ *   a change while another runs): the controller's parallel calls wait
+ *   their turn here instead of spending requests on conflicts.
  * Hetzner Cloud networks carry IPv4 only: an IPv6 podCIDR is ERR_PERMANENT.
  *
- * Contract: never logs. Thread-safe (one lock around the network's last
- * state, never held across a request). */
+ * Contract: never logs. Thread-safe: one lock around the network's last
+ * state, never held across a request, and one that orders the changes. */
 #ifndef BOOTCCM_PROVIDER_HCLOUD_HCROUTE_H
 #define BOOTCCM_PROVIDER_HCLOUD_HCROUTE_H
 

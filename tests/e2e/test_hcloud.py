@@ -102,6 +102,22 @@ def hcloud_args(api, hc, tmp, node="cp-1", network="k8s", token=None, extra_cfg=
     return args + list(extra)
 
 
+def servers_and_nodes(api, hc, n, node_labels=None):
+    """A network k8s, n servers in it (cp-1, worker-1...) and their Nodes
+    registered (node_labels: more labels by Node name)."""
+    net = hc.add_network(name="k8s", ip_range="10.0.0.0/8")
+    servers = {}
+    for i in range(n):
+        name = "cp-1" if i == 0 else "worker-%d" % i
+        servers[name] = hc.add_server(name=name, private_net=[net["id"]])
+        register(api, name, control_plane=(i == 0))
+        if node_labels and name in node_labels:
+            o = api.get_object("nodes", name)
+            o["metadata"]["labels"].update(node_labels[name])
+            api.update_object(o)
+    return net, servers
+
+
 def labels(node):
     return node["metadata"].get("labels") or {}
 

@@ -28,7 +28,7 @@ import pytest
 
 from conftest import Daemon
 from test_bootstrap import register, wait_initialized
-from test_hcloud import (api_requests, fakehcloud, hc, hcloud_args,  # noqa: F401
+from test_hcloud import (fakehcloud, hc, hcloud_args, servers_and_nodes,  # noqa: F401
                          private_ip, server_ip)
 
 A = "load-balancer.hetzner.cloud/"
@@ -106,16 +106,7 @@ def ports_of(lb):
 def cluster(api, hc, tmp, n=3, extra_cfg="", extra=(), labels=None):
     """A network, n servers and their Nodes initialized, and the daemon's
     command line (default location fsn1)."""
-    net = hc.add_network(name="k8s", ip_range="10.0.0.0/8")
-    servers = {}
-    for i in range(n):
-        name = "cp-1" if i == 0 else "worker-%d" % i
-        servers[name] = hc.add_server(name=name, private_net=[net["id"]])
-        register(api, name, control_plane=(i == 0))
-        if labels and name in labels:
-            o = api.get_object("nodes", name)
-            o["metadata"]["labels"].update(labels[name])
-            api.update_object(o)
+    net, servers = servers_and_nodes(api, hc, n, labels)
     # a short drift period: a Node whose providerID reaches the service
     # controller while a Service's first ensure runs is only seen by the
     # next drift check (servicectl_queue_served skips Services not yet
