@@ -16,6 +16,8 @@
 #include "xalloc.h"
 
 #define HCLB_SVC_MAX 320            /* bytes of "namespace/name" */
+#define HCLB_LABELED_MAX_AGE_NS (5 * 60 * NS_PER_S) /* a selector's labelled servers,
+	                                  as known, serve Node churn this long */
 
 struct hclb {
 	struct hcclient *c;
@@ -23,13 +25,33 @@ struct hclb {
 	struct hcnet *net;
 	char *location, *network_zone, *type, *algorithm;
 	int use_private_ip, disable_private_ingress, disable_ipv6;
-	pthread_mutex_t mu;             /* types and shortfalls */
+	pthread_mutex_t mu;             /* types, shortfalls, selecting */
 	struct hmap types;              /* type name -> int64_t * (max_targets) */
 	struct hmap shortfalls;         /* Service uid -> the shortfall reported */
+	struct hmap selecting;          /* Service uid -> its selector key, while its
+	                                   balancer is known good (a sync succeeded) */
 	/* server labels are read, changed and written whole (PUT): two
 	 * balancers labelling one server at once would lose a label */
 	pthread_mutex_t label_mu;
+	struct hmap labeled;            /* selector key -> struct hclb_set: the
+	                                   servers carrying it (label_mu) */
 };
+
+/* The servers that carry a selector's label, as last listed and changed. */
+struct hclb_set {
+	int64_t *ids;
+	size_t n;
+	int64_t listed_ns;
+};
+
+static void
+hclb_set_free(void *v)
+{
+	struct hclb_set *set = v;
+
+	free(set->ids);
+	free(set);
+}
 
 /* Everything one call works with. */
 struct hclb_ctx {
@@ -68,6 +90,8 @@ hclb_new(struct hcclient *c, struct hcserver *servers, struct hcnet *net,
 	pthread_mutex_init(&l->label_mu, NULL);
 	hmap_init(&l->types, HMAP_COPY_KEYS);
 	hmap_init(&l->shortfalls, HMAP_COPY_KEYS);
+	hmap_init(&l->selecting, HMAP_COPY_KEYS);
+	hmap_init(&l->labeled, HMAP_COPY_KEYS);
 	return l;
 }
 
@@ -78,6 +102,8 @@ hclb_free(struct hclb *l)
 		return;
 	hmap_free(&l->types, free);
 	hmap_free(&l->shortfalls, free);
+	hmap_free(&l->selecting, free);
+	hmap_free(&l->labeled, hclb_set_free);
 	pthread_mutex_destroy(&l->mu);
 	pthread_mutex_destroy(&l->label_mu);
 	free(l->location);
@@ -445,63 +471,137 @@ hclb_copy_labels(const struct hcapi_server *srv, void *arg)
 	hcapi_labels_copy(arg, &srv->labels);
 }
 
+/* hclb_server_of finds server id's labels: as the listing knows them, or
+ * from the API. */
+static int
+hclb_server_of(struct hclb_ctx *x, int64_t id, const struct cloud_node *nodes, size_t n_nodes,
+    struct hcapi_labels *ret, struct errbuf *e)
+{
+	struct cloud_node who = { .name = x->name };
+	char pid[40];
+
+	for (size_t j = 0; j < n_nodes; j++) {
+		int64_t nid;
+		if (hcserver_provider_id(nodes[j].provider_id, &nid) == 1 && nid == id)
+			return hcserver_with(x->l->servers, &nodes[j], HCSERVER_MAX_AGE_NS,
+			    hclb_copy_labels, ret, e);
+	}
+	/* a server no backend Node names any more (its Node is gone) */
+	snprintf(pid, sizeof(pid), "hcloud://%" PRId64, id);
+	who.provider_id = pid;
+	return hcserver_with(x->l->servers, &who, HCSERVER_MAX_AGE_NS, hclb_copy_labels, ret, e);
+}
+
+static int
+hclb_set_has(const struct hclb_set *set, int64_t id)
+{
+	for (size_t i = 0; i < set->n; i++)
+		if (set->ids[i] == id)
+			return 1;
+	return 0;
+}
+
 /* hclb_select labels the selected Nodes' servers with the selector's key
  * and takes it from the servers no longer selected: one server label
- * change per Node that joins or leaves, for every balancer selecting it. */
+ * change per Node that joins or leaves, for every balancer selecting it.
+ * Which servers carry the key is listed, unless fresh says the set known
+ * (from the last listing and the changes since) may serve. */
 static int
-hclb_select(struct hclb_ctx *x, const struct cloud_node *nodes, size_t n_nodes,
+hclb_select(struct hclb_ctx *x, const struct cloud_node *nodes, size_t n_nodes, int fresh,
     struct errbuf *e)
 {
 	struct hclb_labeled have = { NULL, 0, NULL };
+	struct hclb_set *set;
 	struct dynbuf path;
 	int64_t *want = NULL;
-	size_t n_want = 0;
-	int r;
+	size_t n_want = 0, k;
+	int r = 0;
 
 	hclb_want(&x->spec, nodes, n_nodes, &want, &n_want);
 	pthread_mutex_lock(&x->l->label_mu);
-	dynbuf_init(&path, 256);
-	dynbuf_addstr(&path, "/servers?label_selector=");
-	hcclient_escape(&path, x->spec.selector_key);
-	r = hcclient_list(x->l->c, dynbuf_ptr(&path), "servers", hclb_labeled_item, &have, e);
-	dynbuf_free(&path);
-	if (r < 0)
-		errbuf_prefix(e, r, "Service %s: the servers of its node selector", x->name);
+	set = hmap_get(&x->l->labeled, x->spec.selector_key);
+	if (set == NULL || !fresh || clock_mono_ns() - set->listed_ns > HCLB_LABELED_MAX_AGE_NS) {
+		dynbuf_init(&path, 256);
+		dynbuf_addstr(&path, "/servers?label_selector=");
+		hcclient_escape(&path, x->spec.selector_key);
+		r = hcclient_list(x->l->c, dynbuf_ptr(&path), "servers", hclb_labeled_item, &have,
+		    e);
+		dynbuf_free(&path);
+		if (r < 0) {
+			errbuf_prefix(e, r, "Service %s: the servers of its node selector", x->name);
+			goto out;
+		}
+		if (set == NULL) {
+			set = xcalloc(1, sizeof(*set));
+			hmap_put(&x->l->labeled, x->spec.selector_key, set);
+		}
+		free(set->ids);
+		set->ids = have.ids;
+		set->n = have.n;
+		set->listed_ns = clock_mono_ns();
+		have.ids = NULL;
+	}
 	for (size_t i = 0; r == 0 && i < n_want; i++) {
 		struct hcapi_labels cur = { 0, NULL };
-		int there = 0;
-		for (size_t j = 0; j < have.n; j++)
-			there |= have.ids[j] == want[i];
-		if (there)
+		if (hclb_set_has(set, want[i]))
 			continue;
-		for (size_t j = 0; j < n_nodes; j++) {
-			int64_t id;
-			if (hcserver_provider_id(nodes[j].provider_id, &id) == 1 && id == want[i]) {
-				r = hcserver_with(x->l->servers, &nodes[j], HCSERVER_MAX_AGE_NS,
-				    hclb_copy_labels, &cur, e);
-				break;
-			}
-		}
-		if (r == 0)
-			r = hclb_server_labels(x, want[i], &cur, x->spec.selector_key, x->cv, e);
-		else if (r == ERR_NOT_FOUND)
+		r = hclb_server_of(x, want[i], nodes, n_nodes, &cur, e);
+		if (r == 0 && (r = hclb_server_labels(x, want[i], &cur, x->spec.selector_key, x->cv,
+		    e)) == 0) {
+			set->ids = xreallocarray(set->ids, set->n + 1, sizeof(*set->ids));
+			set->ids[set->n++] = want[i];
+		} else if (r == ERR_NOT_FOUND) {
 			r = 0;   /* the server is gone: nothing to label */
+		}
 		hcapi_labels_free(&cur);
 	}
-	for (size_t j = 0; r == 0 && j < have.n; j++) {
+	for (size_t j = 0; r == 0 && j < set->n; j++) {
+		struct hcapi_labels cur = { 0, NULL };
 		int wanted = 0;
 		for (size_t i = 0; i < n_want; i++)
-			wanted |= have.ids[j] == want[i];
-		if (!wanted)
-			r = hclb_server_labels(x, have.ids[j], &have.labels[j], x->spec.selector_key,
-			    NULL, e);
+			wanted |= set->ids[j] == want[i];
+		if (wanted)
+			continue;
+		r = hclb_server_of(x, set->ids[j], nodes, n_nodes, &cur, e);
+		if (r == 0)
+			r = hclb_server_labels(x, set->ids[j], &cur, x->spec.selector_key, NULL, e);
+		if (r == 0 || r == ERR_NOT_FOUND) {
+			set->ids[j] = 0;   /* forgotten below */
+			r = 0;
+		}
+		hcapi_labels_free(&cur);
 	}
+	for (size_t j = k = 0; j < set->n; j++)
+		if (set->ids[j] != 0)
+			set->ids[k++] = set->ids[j];
+	set->n = k;
+out:
 	pthread_mutex_unlock(&x->l->label_mu);
 	for (size_t j = 0; j < have.n; j++)
 		hcapi_labels_free(&have.labels[j]);
 	free(have.labels);
 	free(have.ids);
 	free(want);
+	return r;
+}
+
+/* hclb_selecting records whether uid's balancer is known good with its
+ * selector key (NULL: forget it), or tells (key given, known NULL) whether
+ * it is. */
+static int
+hclb_selecting(struct hclb *l, const char *uid, const char *key, int set)
+{
+	char *v;
+	int r = 0;
+
+	pthread_mutex_lock(&l->mu);
+	if (set)
+		free(hmap_put(&l->selecting, uid, xstrdup(key)));
+	else if (key == NULL)
+		free(hmap_delete(&l->selecting, uid));
+	else
+		r = (v = hmap_get(&l->selecting, uid)) != NULL && strcmp(v, key) == 0;
+	pthread_mutex_unlock(&l->mu);
 	return r;
 }
 
@@ -716,6 +816,10 @@ hclb_apply(struct hclb_ctx *x, struct hcapi_lb *lb, struct hclbplan *p, struct e
 		r = hclb_put(x, lb, NULL, &p->after, e);
 	if (r < 0)
 		return r;
+	/* read it again only when what the status is made of changed (the
+	 * addresses): services and targets are not part of it */
+	if (!p->attach && !p->public_iface && !p->change_type)
+		return 0;
 	if ((r = hclb_reload(x, lb->id, &fresh, e)) < 0)
 		return r;
 	hcapi_lb_free(lb);
@@ -796,7 +900,7 @@ hclb_sync(struct hclb *l, const char *cluster, const struct cloud_service *svc,
 		goto out;
 	if (x.spec.node_selector != NULL && (r == 0 || create)) {
 		int found = r;
-		if ((r = hclb_select(&x, nodes, n_nodes, e)) < 0)
+		if ((r = hclb_select(&x, nodes, n_nodes, 0, e)) < 0)
 			goto out;
 		r = found;
 	}
@@ -819,7 +923,11 @@ hclb_sync(struct hclb *l, const char *cluster, const struct cloud_service *svc,
 		goto out;
 	hclbspec_status(&x.spec, &lb, ret_status);
 	*ret_exists = 1;
+	if (x.spec.node_selector != NULL)
+		hclb_selecting(l, svc->uid, x.spec.selector_key, 1);
 out:
+	if (r < 0 && x.have_spec)
+		hclb_selecting(l, svc->uid, NULL, 0);
 	hcapi_lb_free(&lb);
 	free(want);
 	hclb_ctx_free(&x);
@@ -848,8 +956,22 @@ hclb_update_hosts(struct hclb *l, const char *cluster, const struct cloud_servic
     const struct cloud_node *nodes, size_t n_nodes, struct errbuf *e)
 {
 	struct cloud_lb_status st;
-	int exists = 0;
+	struct hclb_ctx x;
+	int exists = 0, r;
 
+	/* a node selector's balancer, known good: the Nodes are only the
+	 * servers' labels (the drift check looks at the balancer itself) */
+	if ((r = hclb_ctx_init(&x, l, cluster, svc, e)) == 0 && x.spec.node_selector != NULL &&
+	    hclb_selecting(l, svc->uid, x.spec.selector_key, 0)) {
+		r = hclb_select(&x, nodes, n_nodes, 1, e);
+		if (r < 0)
+			hclb_selecting(l, svc->uid, NULL, 0);
+		hclb_ctx_free(&x);
+		return r;
+	}
+	hclb_ctx_free(&x);
+	if (r < 0)
+		return r;
 	/* a balancer that is gone is the drift check's to repair */
 	return hclb_sync(l, cluster, svc, nodes, n_nodes, 0, &st, &exists, e);
 }
@@ -903,6 +1025,7 @@ hclb_ensure_deleted(struct hclb *l, const char *cluster, const struct cloud_serv
 		return r > 0 ? 0 : r;
 	pthread_mutex_lock(&l->mu);
 	free(hmap_delete(&l->shortfalls, svc->uid));
+	free(hmap_delete(&l->selecting, svc->uid));
 	pthread_mutex_unlock(&l->mu);
 	if (lb.protection_delete) {
 		/* as the official CCM: a protected balancer is kept */
