@@ -189,9 +189,13 @@ $(BUILD)/bootccm-image.tar: $(BUILD)/bootccm scripts/make-image.sh
 # The benchmarks run with their own defaults, the parameters bench/RESULTS.md
 # records: cache_memory.sh NODES=5000 RUNS=5 REFLECTOR=1 (the environment may
 # override them), node_burst.py 1,000 nodes, burst and before modes, QPS 100,
-# 4 workers, one run (NODE_BURST_ARGS adds flags). Raw lines go to
-# $(BUILD)/bench/*.jsonl; the figures (medians) are printed.
+# 4 workers, one run (NODE_BURST_ARGS adds flags), lb_burst.py 1,000
+# LoadBalancer Services on the static provider with 5,000 Nodes cached, with
+# and without the kube-vip annotation, QPS 100, 4 workers, one run
+# (LB_BURST_ARGS adds flags). Raw lines go to $(BUILD)/bench/*.jsonl; the
+# figures (medians) are printed.
 NODE_BURST_ARGS ?=
+LB_BURST_ARGS ?=
 bench: static
 	@mkdir -p $(BUILD)/bench
 	$(call say,BENCH,bench/cache_memory.sh)
@@ -199,6 +203,9 @@ bench: static
 	$(call say,BENCH,bench/node_burst.py)
 	$(Q)$(PYTHON) bench/node_burst.py --bootccm $(BUILD)/bootccm \
 		--json $(BUILD)/bench/node_burst.jsonl $(NODE_BURST_ARGS)
+	$(call say,BENCH,bench/lb_burst.py)
+	$(Q)$(PYTHON) bench/lb_burst.py --bootccm $(BUILD)/bootccm \
+		--json $(BUILD)/bench/lb_burst.jsonl $(LB_BURST_ARGS)
 
 install: $(BUILD)/bootccm
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/bin/bootccm)

@@ -15,7 +15,13 @@ initialized, and shows the nodes before and after and the Events.
   (providerID, node IP, zone/region/instance-type labels). bootccm
   initializes it from what that kubelet reported.
 
-Exits 0 when both nodes ended initialized, 1 otherwise."""
+Then a bare-metal cluster (another fake API server): bootccm
+--cloud-provider=static initializes its two nodes from an inventory file,
+and a LoadBalancer Service gets its address from the cloud-config's pool,
+with the kube-vip.io/loadbalancerIPs annotation kube-vip announces it by.
+
+Exits 0 when the four nodes ended initialized and the Service got its
+address, 1 otherwise."""
 
 import argparse
 import os
@@ -96,7 +102,8 @@ def kubelet_flags(bootccm, md):
 
 def register(srv, name, flags=None):
     """The Node a kubelet with --cloud-provider=external registers: with
-    --provider-id, --node-ip and --node-labels when FLAGS has them."""
+    --provider-id, --node-ip and --node-labels when FLAGS has them (without
+    FLAGS, a control-plane node)."""
     node = {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
             "spec": {"taints": list(TAINTS)}}
@@ -104,9 +111,11 @@ def register(srv, name, flags=None):
         node["metadata"]["labels"]["node-role.kubernetes.io/control-plane"] = ""
         node["spec"]["taints"].append(CONTROL_PLANE_TAINT)
     else:
-        node["spec"]["providerID"] = flags["provider-id"]
+        if flags.get("provider-id"):
+            node["spec"]["providerID"] = flags["provider-id"]
         node["metadata"]["labels"].update(kv.split("=", 1)
-                                          for kv in flags["node-labels"].split(","))
+                                          for kv in flags.get("node-labels", "").split(",")
+                                          if kv)
         node["metadata"]["annotations"] = {"alpha.kubernetes.io/provided-node-ip":
                                            flags["node-ip"]}
         node["status"] = {"addresses": [{"type": "InternalIP", "address": flags["node-ip"]},
@@ -114,12 +123,141 @@ def register(srv, name, flags=None):
     srv.create_object(node)
 
 
-def show_events(srv):
-    say("--- Events")
+def show_events(srv, title="Events"):
+    say("--- %s" % title)
     for e in srv.list_objects("events", namespace="default"):
         say("%-7s %-22s %-9s %s" % (e.get("type", ""), e.get("reason", ""),
                                     e["involvedObject"].get("name", ""), e.get("message", "")))
     say()
+
+
+# The bare-metal cluster: its inventory and its pool.
+INVENTORY = """\
+instances:
+  - name: metal-1
+    addresses:
+      - {type: InternalIP, address: 10.20.0.11}
+    zone: rack-1
+    region: dc-1
+    instanceType: r650
+  - name: metal-2
+    addresses:
+      - {type: InternalIP, address: 10.20.0.12}
+    zone: rack-2
+    region: dc-1
+    instanceType: r650
+"""
+CLOUD_CONFIG = """\
+static:
+  inventory: inventory.yaml
+  pools:
+    - name: lan
+      addresses: [192.168.10.200-192.168.10.220]
+  kubeVipAnnotation: true
+"""
+KUBE_VIP = "kube-vip.io/loadbalancerIPs"
+
+
+def ingress_ips(svc):
+    return [i.get("ip") for i in
+            ((svc.get("status") or {}).get("loadBalancer") or {}).get("ingress") or []]
+
+
+def show_service(srv, name, title):
+    """The Service as `kubectl get svc -o wide` and its metadata show it."""
+    s = srv.get_object("services", name, namespace="default")
+    say("--- %s" % title)
+    ports = ",".join("%d:%d/%s" % (p["port"], p.get("nodePort", 0), p["protocol"])
+                     if p.get("nodePort") else "%d/%s" % (p["port"], p["protocol"])
+                     for p in s["spec"]["ports"])
+    say("%-6s %-13s %-15s %-16s %s" % ("NAME", "TYPE", "CLUSTER-IP", "EXTERNAL-IP", "PORT(S)"))
+    say("%-6s %-13s %-15s %-16s %s" % (name, s["spec"]["type"], s["spec"]["clusterIP"],
+                                       ",".join(ingress_ips(s)) or "<pending>", ports))
+    say("  finalizers: %s" % (", ".join(s["metadata"].get("finalizers") or []) or "<none>"))
+    ann = s["metadata"].get("annotations") or {}
+    say("  %s: %s" % (KUBE_VIP, ann.get(KUBE_VIP, "<none>")))
+    say()
+
+
+def run_bootccm(cmd, state, done, wait_s=WAIT_S):
+    """Runs bootccm until done() or wait_s, then SIGTERM; prints its log;
+    returns its exit status."""
+    log_path = os.path.join(state, "bootccm.log")
+    with open(log_path, "w") as log:
+        p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + wait_s
+    while time.monotonic() < deadline and p.poll() is None and not done():
+        time.sleep(0.05)
+    p.send_signal(signal.SIGTERM)
+    try:
+        p.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    with open(log_path) as f:
+        sys.stdout.write(f.read())
+    say()
+    return p.returncode
+
+
+def rbac(srv):
+    with open(os.path.join(ROOT, "static-pod", "rbac.yaml")) as f:
+        for obj in yaml.safe_load_all(f):
+            if obj:
+                srv.create_object(obj)
+    say("Applied static-pod/rbac.yaml: bootccm runs as system:cloud-controller-manager")
+    say()
+
+
+def bare_metal(bootccm):
+    """The static provider: nodes from an inventory, a LoadBalancer
+    Service's address from a pool. Returns 0 when both came true."""
+    say("=== A bare-metal cluster: --cloud-provider=static")
+    say()
+    with tempfile.TemporaryDirectory(prefix="bootccm-demo-metal-") as state, \
+            apiserver.FakeAPIServer(state_dir=state) as srv:
+        say("Fake API server on %s" % srv.url)
+        rbac(srv)
+        for name, path, text in (("inventory", "inventory.yaml", INVENTORY),
+                                 ("cloud-config", "cloud-config.yaml", CLOUD_CONFIG)):
+            with open(os.path.join(state, path), "w") as f:
+                f.write(text)
+            say("%s (%s):" % (name, path))
+            sys.stdout.write(text)
+            say()
+        register(srv, "metal-1")
+        register(srv, "metal-2", {"node-ip": "10.20.0.12"})
+        kc = srv.write_kubeconfig(os.path.join(state, "cloud-controller-manager.conf"),
+                                  user="system:cloud-controller-manager", groups=(),
+                                  tls_server_name="kubernetes")
+        srv.create_object({"apiVersion": "v1", "kind": "Service",
+                           "metadata": {"name": "web", "namespace": "default"},
+                           "spec": {"type": "LoadBalancer", "selector": {"app": "web"},
+                                    "ports": [{"port": 80, "protocol": "TCP",
+                                               "targetPort": 8080}]}})
+        say("$ kubectl expose deployment web --port=80 --target-port=8080 --type=LoadBalancer")
+        say()
+        show_service(srv, "web", "Service default/web before bootccm ran")
+        cmd = [bootccm, "--kubeconfig=" + kc, "--cloud-provider=static",
+               "--cloud-config=" + os.path.join(state, "cloud-config.yaml"),
+               "--leader-elect=true", "--secure-port=0", "--node-name=metal-1"]
+        say("metal-1$ %s" % " ".join(cmd))
+
+        def done():
+            web = srv.get_object("services", "web", namespace="default")
+            return ingress_ips(web) and KUBE_VIP in (web["metadata"].get("annotations") or {}) \
+                and all(initialized(n) for n in srv.list_objects("nodes"))
+        rc = run_bootccm(cmd, state, done)
+        show_nodes(srv, "Bare-metal nodes after bootccm ran")
+        show_service(srv, "web", "Service default/web after bootccm ran")
+        show_events(srv, "Events of the bare-metal cluster")
+        ok = done()
+    if not ok:
+        say("NOT done within %.0f s: the nodes initialized and web's address" % WAIT_S)
+        return 1
+    say("Both bare-metal nodes initialized from the inventory, and web got its address")
+    say("from the pool lan, with the annotation kube-vip announces it by.")
+    return 0 if rc in (0, -signal.SIGTERM) else 1
 
 
 def main():
@@ -127,18 +265,13 @@ def main():
     ap.add_argument("--bootccm", default=os.path.join(ROOT, "build", "bootccm"))
     args = ap.parse_args()
 
-    state = tempfile.mkdtemp(prefix="bootccm-demo-")
-    with apiserver.FakeAPIServer(state_dir=state) as srv, \
+    with tempfile.TemporaryDirectory(prefix="bootccm-demo-") as state, \
+            apiserver.FakeAPIServer(state_dir=state) as srv, \
             FakeMetadata("ec2").start() as md, \
             FakeMetadata("ec2", WORKER_IDENTITY).start() as worker_md:
         say("Fake API server on %s (certificate without 127.0.0.1, like kubeadm's)" % srv.url)
         say("Fake EC2 metadata service of cp-1 on %s" % md.url)
-        with open(os.path.join(ROOT, "static-pod", "rbac.yaml")) as f:
-            for obj in yaml.safe_load_all(f):
-                if obj:
-                    srv.create_object(obj)
-        say("Applied static-pod/rbac.yaml: bootccm runs as system:cloud-controller-manager")
-        say()
+        rbac(srv)
         register(srv, "cp-1")
         register(srv, "worker-1", kubelet_flags(args.bootccm, worker_md))
         show_nodes(srv, "Nodes as kubelet --cloud-provider=external registers them")
@@ -152,23 +285,8 @@ def main():
                "--metadata-dmi-dir=" + DMI_EC2, "--metadata-endpoint=" + md.url,
                "--leader-elect=true", "--secure-port=0", "--node-name=cp-1"]
         say("cp-1$ %s" % " ".join(cmd))
-        log_path = os.path.join(state, "bootccm.log")
-        with open(log_path, "w") as log:
-            p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + WAIT_S
-        while time.monotonic() < deadline and p.poll() is None:
-            if all(initialized(n) for n in srv.list_objects("nodes")):
-                break
-            time.sleep(0.05)
-        p.send_signal(signal.SIGTERM)
-        try:
-            p.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            p.kill()
-            p.wait()
-        with open(log_path) as f:
-            sys.stdout.write(f.read())
-        say()
+        rc = run_bootccm(cmd, state,
+                         lambda: all(initialized(n) for n in srv.list_objects("nodes")))
         show_nodes(srv, "Nodes after bootccm ran")
         show_events(srv)
         waiting = [n["metadata"]["name"] for n in srv.list_objects("nodes")
@@ -178,7 +296,10 @@ def main():
             return 1
         say("Both nodes initialized: addresses, providerID and labels set, the")
         say("uninitialized taint gone (the not-ready taints are the kubelet's to lift).")
-        return 0 if p.returncode in (0, -signal.SIGTERM) else 1
+        say()
+    if rc not in (0, -signal.SIGTERM):
+        return 1
+    return bare_metal(args.bootccm)
 
 
 if __name__ == "__main__":

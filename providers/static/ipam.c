@@ -450,16 +450,23 @@ ipam_rehold(struct ipam *m, struct ipam_svc *s, const struct netaddr *before, si
 
 /* --- observing Services ------------------------------------------------------ */
 
+static int ipam_pool_usable(const struct ipam_svc *s, const struct ipam_pool *p,
+    int explicit);
+
 /* ipam_reqs_count adds delta to the count of each address s asks for, when
- * s is served (only served Services' requests keep auto-assignment off an
- * address). */
+ * s is served and may have it (only such requests keep auto-assignment off
+ * an address: one in no pool, or in a pool s may not use, is refused and
+ * must not keep an address from those who may). */
 static void
 ipam_reqs_count(struct ipam *m, const struct ipam_svc *s, int delta)
 {
 	for (size_t i = 0; s->served && i < s->n_requested; i++) {
+		const struct ipam_pool *p = ipam_pool_of(m, &s->requested[i]);
 		char text[NETADDR_TEXT_MAX];
 		struct ipam_req *q;
 
+		if (p == NULL || !ipam_pool_usable(s, p, 1))
+			continue;
 		netaddr_format(&s->requested[i], text);
 		if ((q = hmap_get(&m->reqs, text)) == NULL) {
 			q = xcalloc(1, sizeof(*q));

@@ -429,6 +429,8 @@ nodectl_source_phrase(const char *source)
 		return "the instance metadata service";
 	if (strcmp(source, CLOUD_SOURCE_KUBELET) == 0)
 		return "what its kubelet reported at registration";
+	if (strcmp(source, CLOUD_SOURCE_INVENTORY) == 0)
+		return "the provider's inventory file";
 	return "the cloud provider API";
 }
 

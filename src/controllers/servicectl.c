@@ -85,6 +85,7 @@ struct servicectl {
 	struct hmap states;             /* (mu) key -> struct svcstate */
 	uint64_t nodes_gen;             /* (mu) bumped at every Node change */
 	struct backends *bk;            /* (mu) the latest snapshot, or NULL */
+	pthread_mutex_t bk_build;       /* one snapshot built at a time (before mu) */
 };
 
 /* --- metrics -------------------------------------------------------------- */
@@ -631,6 +632,23 @@ backends_build(struct servicectl *c, uint64_t gen)
 	return b;
 }
 
+/* servicectl_backends_ref returns a reference to the latest snapshot if it
+ * is of the current Node generation (*ret_gen), else NULL. */
+static struct backends *
+servicectl_backends_ref(struct servicectl *c, uint64_t *ret_gen)
+{
+	struct backends *b;
+
+	pthread_mutex_lock(&c->mu);
+	*ret_gen = c->nodes_gen;
+	if ((b = c->bk) != NULL && b->gen == *ret_gen)
+		b->refs++;
+	else
+		b = NULL;
+	pthread_mutex_unlock(&c->mu);
+	return b;
+}
+
 /* servicectl_backends returns a snapshot of the Node cache no older than
  * the last Node change seen (a reference: servicectl_backends_put). */
 static struct backends *
@@ -639,14 +657,15 @@ servicectl_backends(struct servicectl *c)
 	struct backends *b, *old = NULL;
 	uint64_t gen;
 
-	pthread_mutex_lock(&c->mu);
-	gen = c->nodes_gen;
-	if ((b = c->bk) != NULL && b->gen == gen) {
-		b->refs++;
-		pthread_mutex_unlock(&c->mu);
+	if ((b = servicectl_backends_ref(c, &gen)) != NULL)
+		return b;
+	/* one build at a time: syncs that start together wait for it and share
+	 * it instead of building a copy each (some 5 MiB at 5,000 Nodes) */
+	pthread_mutex_lock(&c->bk_build);
+	if ((b = servicectl_backends_ref(c, &gen)) != NULL) {
+		pthread_mutex_unlock(&c->bk_build);
 		return b;
 	}
-	pthread_mutex_unlock(&c->mu);
 	/* listed after gen was read: the snapshot is at least that recent */
 	b = backends_build(c, gen);
 	pthread_mutex_lock(&c->mu);
@@ -658,6 +677,7 @@ servicectl_backends(struct servicectl *c)
 			old = NULL;
 	}
 	pthread_mutex_unlock(&c->mu);
+	pthread_mutex_unlock(&c->bk_build);
 	backends_free(old);
 	return b;
 }
@@ -1707,6 +1727,7 @@ servicectl_new(const struct servicectl_config *cfg, struct servicectl **ret,
 	c->cfg.user_agent = c->user_agent;
 	c->cfg.classes = NULL;
 	pthread_mutex_init(&c->mu, NULL);
+	pthread_mutex_init(&c->bk_build, NULL);
 	hmap_init(&c->states, HMAP_COPY_KEYS);
 	c->classes_buf = xstrdup(cfg->classes ? cfg->classes : "");
 	c->cls.names = c->class_names;
@@ -1800,6 +1821,7 @@ servicectl_free(struct servicectl *c)
 	servicectl_stop(c);
 	hmap_free(&c->states, servicectl_state_free);
 	pthread_mutex_destroy(&c->mu);
+	pthread_mutex_destroy(&c->bk_build);
 	free(c->classes_buf);
 	free(c->cluster_name);
 	free(c->user_agent);

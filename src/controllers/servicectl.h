@@ -64,7 +64,9 @@
  * start; servicectl_start (leading) waits for the Service and Node caches,
  * queues every served Service and starts the workers; servicectl_stop
  * returns once no sync is in progress. Thread-safe: one lock for the
- * per-Service state, never held across I/O or a provider call.
+ * per-Service state, never held across I/O or a provider call, and one
+ * that lets one sync at a time build the snapshot of the Node cache the
+ * syncs of a Node generation share.
  *
  * Metrics: the work queue's (name="service"), upstream's
  * service_controller_loadbalancer_sync_total (update_hosts calls),

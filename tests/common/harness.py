@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 
 import pytest
+import yaml
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
@@ -25,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 import apiserver  # noqa: E402
 
 __all__ = ["ROOT", "bootccm_path", "driver_path", "free_port", "https_get", "wait_until",
-           "run", "Daemon",
+           "run", "Daemon", "rbac_objects", "load_rbac", "metrics_reader",
            # fixtures
            "bootccm", "tmp", "api", "daemon"]
 
@@ -45,6 +46,43 @@ def driver_path(name):
     if not os.access(p, os.X_OK):
         raise RuntimeError("no driver %s (run make dev tsan)" % p)
     return os.path.abspath(p)
+
+
+def rbac_objects():
+    """The objects of static-pod/rbac.yaml, the RBAC bootccm ships."""
+    with open(os.path.join(ROOT, "static-pod", "rbac.yaml")) as f:
+        return [o for o in yaml.safe_load_all(f) if o]
+
+
+def load_rbac(srv, kinds=None):
+    """Creates static-pod/rbac.yaml's objects (only those of the given kinds,
+    when kinds is set) in the fake API server srv, as an admin applies it.
+    Those already there are left as they are, so a test that starts a second
+    program may load it again."""
+    for o in rbac_objects():
+        if kinds is not None and o["kind"] not in kinds:
+            continue
+        if srv.get_object(o["kind"].lower() + "s", o["metadata"]["name"],
+                          namespace=o["metadata"].get("namespace", ""),
+                          group="rbac.authorization.k8s.io") is None:
+            srv.create_object(o)
+
+
+def metrics_reader(srv, token, user="metrics-reader"):
+    """Registers token for user and lets user get /metrics (a ClusterRole
+    and its binding named after the user), as a Prometheus scraper is set
+    up; returns token."""
+    srv.add_token(token, user)
+    srv.create_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+                       "metadata": {"name": user},
+                       "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
+    srv.create_object({"apiVersion": "rbac.authorization.k8s.io/v1",
+                       "kind": "ClusterRoleBinding", "metadata": {"name": user},
+                       "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
+                                   "kind": "ClusterRole", "name": user},
+                       "subjects": [{"kind": "User", "name": user,
+                                     "apiGroup": "rbac.authorization.k8s.io"}]})
+    return token
 
 
 @pytest.fixture(scope="session")

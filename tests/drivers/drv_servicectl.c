@@ -11,7 +11,7 @@
  *   {"ensure": {"ns/name": {"status": [{"ip": "192.0.2.1", "ipMode": "Proxy"},
  *                                      {"hostname": "lb.example.com"}],
  *                           "annotations": {"key": "value", "gone": null},
- *                           "error": null | ERROR}},
+ *                           "error": null | ERROR, "delay": SECONDS}},
  *    "ensure_deleted": {"ns/name": {"error": ..., "annotations": {...}}},
  *    "update_hosts": {"ns/name": {"error": ...}},
  *    "get": {"ns/name": {"exists": true, "status": [...], "error": ...}},
@@ -25,7 +25,9 @@
  * deleted. --update-hosts 0 / --verify 0 leave those operations out.
  *
  * Every provider call is printed on stdout as a JSON line, {"call": "ensure",
- * "key": "ns/name", "t": MONOTONIC-SECONDS, "nodes": ["n1", ...], "served": 1}
+ * "key": "ns/name", "t": MONOTONIC-SECONDS, "nodes": ["n1", ...],
+ * "snapshot": "0x...", "served": 1} ("snapshot": where the nodes array is;
+ * an ensure with a "delay" answers that many seconds later)
  * (ensure, update_hosts, ensure_deleted, get, observe with "deleted", and
  * verify with "keys"; "wall" is the real time, to compare with the fake API
  * server's request log), so tests assert the exact calls. Lines on stdin:
@@ -104,10 +106,13 @@ static json_object *
 drv_nodes(const struct cloud_node *nodes, size_t n)
 {
 	json_object *o = json_object_new_object(), *a = json_object_new_array();
+	char at[32];
 
 	for (size_t i = 0; i < n; i++)
 		json_object_array_add(a, json_object_new_string(nodes[i].name));
 	json_object_object_add(o, "nodes", a);
+	snprintf(at, sizeof(at), "%p", (const void *)nodes);
+	json_object_object_add(o, "snapshot", json_object_new_string(at));
 	return o;
 }
 
@@ -225,11 +230,13 @@ drv_ensure(void *state, const char *cluster, const struct cloud_service *svc,
     const struct cloud_node *nodes, size_t n_nodes, struct cloud_lb_result *ret,
     struct errbuf *e)
 {
-	json_object *entry = drv_entry("ensure", svc);
+	json_object *entry = drv_entry("ensure", svc), *v;
 	int r;
 
 	(void)state, (void)cluster;
 	drv_call("ensure", svc, NULL, drv_nodes(nodes, n_nodes));
+	if (entry != NULL && json_object_object_get_ex(entry, "delay", &v))
+		stop_sleep(&drv_stop, (int64_t)(json_object_get_double(v) * NS_PER_S));
 	if ((r = drv_error(entry, "ensure", svc, e)) == 0) {
 		memset(ret, 0, sizeof(*ret));
 		drv_status(entry, &ret->status);

@@ -9,7 +9,13 @@ taint, its addresses must come from a status write logged before that one
 and carry the node IP its kubelet reported, and every Node write, refused
 write and Event is counted from the file. A binary that initializes nothing
 makes the bench fail instead of reporting figures. (The bound of two writes
-per node is measured by the bench and recorded in bench/RESULTS.md.)"""
+per node is measured by the bench and recorded in bench/RESULTS.md.)
+
+bench/lb_burst.py at 20 Services and 50 Nodes, both modes, likewise: each
+Service's writes are read back from the run's requests.log (the finalizer
+first, the annotation kube-vip announces in mode kube-vip, then the status
+with an address no other Service shows) and compared with the bench's
+counts."""
 
 import json
 import os
@@ -19,16 +25,17 @@ import subprocess
 from conftest import ROOT, bootccm_path
 
 BENCH = os.path.join(ROOT, "bench", "node_burst.py")
+LB_BENCH = os.path.join(ROOT, "bench", "lb_burst.py")
 N = 20
 USER = "system:cloud-controller-manager"
 TAINT = "node.cloudprovider.kubernetes.io/uninitialized"
 
 
-def bench(tmp, *args, timeout=300):
-    out = os.path.join(tmp, "node_burst.jsonl")
+def bench(tmp, *args, timeout=300, script=BENCH):
+    out = os.path.join(tmp, os.path.basename(script) + ".jsonl")
     # each run's state directory (kept, or left by a failed run) goes to tmp
     env = dict(os.environ, TMPDIR=tmp)
-    r = subprocess.run(["/usr/bin/python3", BENCH, "--json", out] + list(args),
+    r = subprocess.run(["/usr/bin/python3", script, "--json", out] + list(args),
                        capture_output=True, text=True, timeout=timeout, env=env)
     with open(out) as f:
         lines = [json.loads(line) for line in f]
@@ -147,3 +154,80 @@ def test_bench_fails_without_initialization(tmp):
     r, lines = bench(tmp, "--nodes", str(N), "--mode", "burst", "--bootccm", "/bin/false")
     assert r.returncode == 1, r.stdout + r.stderr
     assert len(lines) == 1 and "did not initialize" in lines[0]["error"], lines
+
+
+FIN = "service.kubernetes.io/load-balancer-cleanup"
+KUBE_VIP = "kube-vip.io/loadbalancerIPs"
+
+
+def lb_recorded(state_dir, names):
+    """Each Service's writes by bootccm, in the order of the run's
+    requests.log: ("finalizer" | "annotation" | "status" | "other",
+    code, the address written), and the Event writes."""
+    with open(os.path.join(state_dir, "requests.log")) as f:
+        log = [json.loads(line) for line in f]
+    per = {n: [] for n in names}
+    events = 0
+    for e in sorted(log, key=lambda e: e["seq"]):
+        if e["user"] != USER or e["verb"] not in ("create", "update", "patch"):
+            continue
+        if e.get("resource") == "events":
+            events += 1
+        elif e.get("resource") == "services" and e.get("name") in per:
+            md = (e.get("body") or {}).get("metadata") or {}
+            ingress = (((e.get("body") or {}).get("status") or {}).get("loadBalancer")
+                       or {}).get("ingress") or []
+            if e.get("subresource") == "status" and len(ingress) == 1:
+                what, addr = "status", ingress[0].get("ip")
+            elif md.get("finalizers") == [FIN] and set(md) <= {"finalizers", "resourceVersion"}:
+                what, addr = "finalizer", None
+            elif set((md.get("annotations") or {})) == {KUBE_VIP}:
+                what, addr = "annotation", md["annotations"][KUBE_VIP]
+            else:
+                what, addr = "other", None
+            per[e["name"]].append((what, e["code"], addr))
+    return per, events
+
+
+def test_lb_bench_figures_match_the_request_log(tmp):
+    n = 20
+    r, lines = bench(tmp, "--services", str(n), "--nodes", "50", "--qps", "50", "--keep",
+                     "--bootccm", bootccm_path(), script=LB_BENCH)
+    assert r.returncode == 0, r.stdout + r.stderr
+    runs = [x for x in lines if not x.get("summary")]
+    medians = [x for x in lines if x.get("summary")]
+    assert [x["mode"] for x in runs] == ["plain", "kube-vip"]
+    assert [x["mode"] for x in medians] == ["plain", "kube-vip"]
+    names = ["svc-%04d" % i for i in range(n)]
+    for x in runs:
+        assert x["complete"] and x["exit"] == 0 and x["assigned"] == n, x
+        per, events = lb_recorded(x["state_dir"], names)
+        addresses = []
+        for name in names:
+            w = per[name]
+            kinds = [k for k, _, _ in w]
+            if x["mode"] == "kube-vip":
+                assert kinds == ["finalizer", "annotation", "status"], (name, w)
+                assert w[1][2] == w[2][2], (name, w)
+            else:
+                assert kinds == ["finalizer", "status"], (name, w)
+            assert all(code == 200 for _, code, _ in w), (name, w)
+            addresses.append(w[-1][2])
+        assert len(set(addresses)) == n and x["duplicate_addresses"] == 0, addresses
+        goal = 3 if x["mode"] == "kube-vip" else 2
+        assert x["writes_per_service_goal"] == goal and x["writes_per_service"] == goal, x
+        assert x["services_by_write_count"] == {str(goal): n}, x
+        assert x["writes"]["metadata"] + x["writes"]["status"] == sum(len(w) for w in
+                                                                      per.values()), x
+        assert x["writes"]["event"] == events, (x, events)
+        assert x["failed_writes"] == 0 and x["finalizer_written_first"] == n, x
+        assert 0 < x["rss_idle_mib"] <= x["peak_rss_mib"], x
+    for m in medians:
+        assert m["runs"] == 1 and m["complete"], m
+
+
+def test_lb_bench_fails_without_a_service_controller(tmp):
+    r, lines = bench(tmp, "--services", "5", "--nodes", "10", "--mode", "plain",
+                     "--bootccm", "/bin/false", script=LB_BENCH)
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert len(lines) == 1 and "did not start" in lines[0]["error"], lines

@@ -93,6 +93,7 @@ def test_nodes_from_the_inventory_and_from_their_kubelet(api, tmp, daemon):
     assert addresses(w9) == [("InternalIP", "10.0.0.99")]
     assert labels(w9)["topology.kubernetes.io/zone"] == "rack-9"
     check_event(wait_event(api, "worker-9", "Synced"), "Normal", "kubelet")
+    check_event(wait_event(api, "worker-1", "Synced"), "Normal", "inventory file")
     assert d.alive(), d.output()
 
 

@@ -987,9 +987,14 @@ class Registry(object):
 
     # -- allocation for services ---------------------------------------------
 
-    def allocate_cluster_ip(self):
+    def allocate_cluster_ip(self, family="IPv4"):
+        """A free cluster IP of the dual-stack service CIDRs 10.96.0.0/16
+        and fd00:10:96::/112 (kind's)."""
         while True:
-            ip = "10.96.%d.%d" % (random.randint(0, 255), random.randint(2, 254))
+            if family == "IPv6":
+                ip = "fd00:10:96::%x" % random.randint(2, 0xfffe)
+            else:
+                ip = "10.96.%d.%d" % (random.randint(0, 255), random.randint(2, 254))
             if ip not in self._svc_ips:
                 self._svc_ips.add(ip)
                 return ip
@@ -1003,7 +1008,8 @@ class Registry(object):
 
     def _release_service(self, svc):
         spec = svc.get("spec") or {}
-        self._svc_ips.discard(spec.get("clusterIP"))
+        for ip in spec.get("clusterIPs") or [spec.get("clusterIP")]:
+            self._svc_ips.discard(ip)
         for p in spec.get("ports") or []:
             self._node_ports.discard(p.get("nodePort"))
         self._node_ports.discard(spec.get("healthCheckNodePort"))

@@ -294,6 +294,60 @@ def validate_node(node, old):
 
 SERVICE_TYPES = ["ClusterIP", "ExternalName", "LoadBalancer", "NodePort"]
 PROTOCOLS = ["SCTP", "TCP", "UDP"]
+IP_FAMILIES = ["IPv4", "IPv6"]
+IP_FAMILY_POLICIES = ["PreferDualStack", "RequireDualStack", "SingleStack"]
+SINGLE_STACK = "SingleStack"
+
+
+def ip_family(ip):
+    """"IPv4" or "IPv6" for an IP address, else None."""
+    try:
+        return "IPv%d" % ipaddress.ip_address(ip).version
+    except ValueError:
+        return None
+
+
+def validate_ip_families(spec, ospec):
+    """ValidateServiceClusterIPsRelatedFields and initIPFamilyFields' checks
+    of spec.ipFamilies, spec.ipFamilyPolicy and spec.clusterIPs (ospec: the
+    stored Service's spec on update, else None)."""
+    errs = []
+    fams = spec.get("ipFamilies") or []
+    ips = spec.get("clusterIPs") or []
+    seen = set()
+    for i, f in enumerate(fams):
+        if f not in IP_FAMILIES:
+            errs.append(f_not_supported("spec.ipFamilies[%d]" % i, f, IP_FAMILIES))
+        if f in seen:
+            errs.append(f_duplicate("spec.ipFamilies[%d]" % i, f))
+        seen.add(f)
+    policy = spec.get("ipFamilyPolicy")
+    if policy is not None and policy not in IP_FAMILY_POLICIES:
+        errs.append(f_not_supported("spec.ipFamilyPolicy", policy, IP_FAMILY_POLICIES))
+    if policy == SINGLE_STACK:
+        if len(ips) == 2:
+            errs.append(f_invalid("spec.ipFamilyPolicy", policy,
+                                  "must be 'RequireDualStack' or 'PreferDualStack' when "
+                                  "multiple cluster IPs are specified"))
+        if len(fams) == 2:
+            errs.append(f_invalid("spec.ipFamilyPolicy", policy,
+                                  "must be 'RequireDualStack' or 'PreferDualStack' when "
+                                  "multiple IP families are specified"))
+    if ips != ["None"]:
+        for i, ip in enumerate(ips[:len(fams)]):
+            fam = ip_family(ip)
+            if fam and fam != fams[i] and fams[i] in IP_FAMILIES:
+                errs.append(f_invalid("spec.clusterIPs[%d]" % i, ip,
+                                      "expected an %s value as indicated by `ipFamilies[%d]`"
+                                      % (fams[i], i)))
+    ofams = (ospec or {}).get("ipFamilies") or []
+    if ofams and fams and ofams[0] != fams[0] and ips != ["None"] and \
+            (ospec.get("clusterIPs") or []) != ["None"]:
+        errs.append(f_invalid("spec.ipFamilies[0]",
+                              GoRepr("[]core.IPFamily{%s}"
+                                     % ", ".join('"%s"' % f for f in fams)),
+                              "may not change once set"))
+    return errs
 
 
 def validate_lb_status(svc):
@@ -360,6 +414,8 @@ def validate_service(svc, old, sub):
                                   GoRepr("[]string{%s}" % ", ".join('"%s"' % x for x in spec.get("clusterIPs") or [])),
                                   "may not change once set"))
         errs += validate_meta_update(md, old.get("metadata", {}))
+    if t != "ExternalName":
+        errs += validate_ip_families(spec, (old or {}).get("spec") if old else None)
     if sub == "status" or old is None or \
             (svc.get("status") or {}) != (old.get("status") or {}):
         errs += validate_lb_status(svc)
@@ -574,6 +630,73 @@ def _drop_type_dependent(spec, ospec):
         spec.pop("externalTrafficPolicy", None)
 
 
+def _service_ip_families(spec, ospec, old):
+    """initIPFamilyFields on a dual-stack cluster whose service CIDRs are
+    IPv4 first, then IPv6: the policy inferred (the stored one on update;
+    RequireDualStack for a headless Service without selector; else
+    SingleStack), a single-stack update dropping the secondary family and
+    cluster IP it kept, the families inferred from given cluster IPs, IPv4
+    by default, and the other family added unless SingleStack. What
+    validation refuses is left as it is."""
+    policy = spec.get("ipFamilyPolicy")
+    if policy is None:
+        if old is not None and ospec.get("ipFamilyPolicy"):
+            policy = ospec["ipFamilyPolicy"]
+        elif spec.get("clusterIP") == "None" and not spec.get("selector"):
+            policy = "RequireDualStack"
+        else:
+            policy = SINGLE_STACK
+        spec["ipFamilyPolicy"] = policy
+    fams = spec.get("ipFamilies") or []
+    ips = spec.get("clusterIPs") or []
+    if policy not in IP_FAMILY_POLICIES or not isinstance(fams, list) or \
+            any(f not in IP_FAMILIES for f in fams) or len(set(fams)) != len(fams) or \
+            len(fams) > 2 or len(ips) > 2:
+        return
+    if old is not None and policy == SINGLE_STACK:
+        if ips == ospec.get("clusterIPs") and len(ips) > 1:
+            ips = spec["clusterIPs"] = ips[:1]
+        if fams == ospec.get("ipFamilies") and len(fams) > 1:
+            fams = fams[:1]
+    if policy == SINGLE_STACK and (len(ips) == 2 or len(fams) == 2):
+        spec["ipFamilies"] = fams
+        return
+    fams = list(fams)
+    for i, ip in enumerate(ips):
+        if ip == "None":
+            break
+        if i >= len(fams) and ip_family(ip):
+            fams.append(ip_family(ip))
+    if not fams:
+        fams = ["IPv4"]
+    if policy != SINGLE_STACK and len(fams) == 1:
+        fams.append("IPv6" if fams[0] == "IPv4" else "IPv4")
+    spec["ipFamilies"] = fams
+
+
+def _service_cluster_ips(spec, ospec, old, registry):
+    """The cluster IPs kept from the stored Service, the IP families, then
+    one cluster IP allocated for each family that has none (none for a
+    headless Service)."""
+    if not spec.get("clusterIP") and not spec.get("clusterIPs"):
+        spec["clusterIP"] = ospec.get("clusterIP", "")
+    if spec.get("clusterIP") and not spec.get("clusterIPs"):
+        oips = ospec.get("clusterIPs") or []
+        spec["clusterIPs"] = list(oips) if oips[:1] == [spec["clusterIP"]] else \
+            [spec["clusterIP"]]
+    _service_ip_families(spec, ospec, old)
+    ips = list(spec.get("clusterIPs") or [])
+    if ips[:1] != ["None"]:
+        fams = [f for f in spec.get("ipFamilies") or [] if f in IP_FAMILIES][:2] or ["IPv4"]
+        if spec.get("ipFamilyPolicy") == SINGLE_STACK:
+            fams = fams[:1]
+        for fam in fams[len(ips):]:
+            ips.append(registry.allocate_cluster_ip(fam) if registry else
+                       ("10.96.0.10" if fam == "IPv4" else "fd00:10:96::a"))
+    spec["clusterIPs"] = ips
+    spec["clusterIP"] = ips[0] if ips else ""
+
+
 def _service_defaults(obj, old, registry, sub=""):
     spec = obj.setdefault("spec", {})
     t = spec.setdefault("type", "ClusterIP")
@@ -586,13 +709,7 @@ def _service_defaults(obj, old, registry, sub=""):
     spec.setdefault("sessionAffinity", "None")
     ospec = (old or {}).get("spec") or {}
     if t != "ExternalName":
-        if not spec.get("clusterIP"):
-            spec["clusterIP"] = ospec.get("clusterIP") or \
-                (registry.allocate_cluster_ip() if registry else "10.96.0.10")
-        if not spec.get("clusterIPs"):
-            spec["clusterIPs"] = [spec["clusterIP"]]
-        spec.setdefault("ipFamilies", ["IPv4"])
-        spec.setdefault("ipFamilyPolicy", "SingleStack")
+        _service_cluster_ips(spec, ospec, old, registry)
         spec.setdefault("internalTrafficPolicy", "Cluster")
     old_ports = {(p.get("port"), p.get("protocol", "TCP")): p
                  for p in ospec.get("ports") or []}

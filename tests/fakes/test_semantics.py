@@ -1,6 +1,7 @@
 """Targeted checks of the strict behaviours: RBAC, writes, patches,
 validation, list/watch, Status bodies."""
 
+import ipaddress
 import json
 import time
 
@@ -709,6 +710,73 @@ def test_service_type_change_drops_lb_fields(admin):
     assert "nodePort" not in svc["spec"]["ports"][0]
     assert "allocateLoadBalancerNodePorts" not in svc["spec"]
     assert "externalTrafficPolicy" not in svc["spec"]
+
+
+def test_service_ip_families_as_a_dual_stack_cluster(admin):
+    """initIPFamilyFields on a cluster with IPv4 and IPv6 service CIDRs
+    (IPv4 first): the policy and families defaulted, a cluster IP per
+    family, single-stack with two families refused, a downgrade by
+    SingleStack, the primary family fixed by its cluster IP."""
+    base = "/api/v1/namespaces/default/services"
+
+    def create(name, **spec):
+        body = {"metadata": {"name": name},
+                "spec": dict({"type": "LoadBalancer", "ports": [{"port": 80}]}, **spec)}
+        return admin.request("POST", base, body)
+
+    def fams(svc):
+        s = svc["spec"]
+        return (s["ipFamilyPolicy"], s["ipFamilies"],
+                [ipaddress.ip_address(ip).version for ip in s["clusterIPs"]],
+                s["clusterIP"] == s["clusterIPs"][0])
+
+    cases = [
+        ("plain", {}, ("SingleStack", ["IPv4"], [4], True)),
+        ("v6", {"ipFamilies": ["IPv6"]}, ("SingleStack", ["IPv6"], [6], True)),
+        ("req", {"ipFamilyPolicy": "RequireDualStack"},
+         ("RequireDualStack", ["IPv4", "IPv6"], [4, 6], True)),
+        ("pref", {"ipFamilyPolicy": "PreferDualStack"},
+         ("PreferDualStack", ["IPv4", "IPv6"], [4, 6], True)),
+        ("req6", {"ipFamilyPolicy": "RequireDualStack", "ipFamilies": ["IPv6"]},
+         ("RequireDualStack", ["IPv6", "IPv4"], [6, 4], True)),
+        ("pref64", {"ipFamilyPolicy": "PreferDualStack", "ipFamilies": ["IPv6", "IPv4"]},
+         ("PreferDualStack", ["IPv6", "IPv4"], [6, 4], True)),
+    ]
+    for name, spec, want in cases:
+        code, _, svc = create(name, **spec)
+        assert code == 201, svc
+        assert fams(svc) == want, (name, svc["spec"])
+    code, _, body = create("two", ipFamilies=["IPv4", "IPv6"])
+    assert code == 422
+    assert body["message"] == (
+        'Service "two" is invalid: spec.ipFamilyPolicy: Invalid value: "SingleStack": '
+        "must be 'RequireDualStack' or 'PreferDualStack' when multiple IP families are "
+        "specified")
+    code, _, body = create("bad", ipFamilyPolicy="Dual", ipFamilies=["IPv4", "IPv4"])
+    assert code == 422
+    assert [(c["field"], c["reason"]) for c in body["details"]["causes"]] == [
+        ("spec.ipFamilies[1]", "FieldValueDuplicate"),
+        ("spec.ipFamilyPolicy", "FieldValueNotSupported")]
+    code, _, body = create("mism", ipFamilies=["IPv6"], clusterIP="10.96.200.200")
+    assert code == 422
+    assert body["details"]["causes"][0]["message"] == (
+        'Invalid value: "10.96.200.200": expected an IPv6 value as indicated by '
+        "`ipFamilies[0]`")
+    # an update without a policy keeps the stored one; SingleStack drops
+    # the secondary family and cluster IP
+    code, _, svc = admin.request("PATCH", base + "/req", {"spec": {"type": "ClusterIP"}},
+                                 ctype=MERGE)
+    assert code == 200 and fams(svc) == ("RequireDualStack", ["IPv4", "IPv6"], [4, 6], True)
+    code, _, svc = admin.request("PATCH", base + "/req",
+                                 {"spec": {"ipFamilyPolicy": "SingleStack"}}, ctype=MERGE)
+    assert code == 200 and fams(svc) == ("SingleStack", ["IPv4"], [4], True)
+    # the primary family cannot change: its cluster IP no longer matches
+    code, _, body = admin.request("PATCH", base + "/v6", {"spec": {"ipFamilies": ["IPv4"]}},
+                                  ctype=MERGE)
+    assert code == 422
+    cause = body["details"]["causes"][0]
+    assert cause["field"] == "spec.clusterIPs[0]" and \
+        cause["message"].endswith("expected an IPv4 value as indicated by `ipFamilies[0]`")
 
 
 def test_lease_create_on_update_and_conflict(admin):

@@ -1,5 +1,7 @@
 """tests/demo.py (make demo): it runs to the end and both nodes end
-initialized, each from its own source, with the Events to show it."""
+initialized, each from its own source, with the Events to show it; then, on
+bare metal, two nodes are initialized from the static provider's inventory
+and a LoadBalancer Service gets its address from its pool."""
 
 import os
 import re
@@ -51,3 +53,27 @@ def test_demo_shows_bootccm_and_its_events(demo):
     assert re.search(r"Normal +Synced +cp-1 +.*instance metadata", events), events
     assert re.search(r"Normal +Synced +worker-1 +.*kubelet", events), events
     assert "not built yet" not in out
+
+
+def test_demo_gives_a_loadbalancer_service_an_address_from_a_static_pool(demo):
+    out = demo.stdout
+    before = section(out, "Service default/web before bootccm ran")
+    after = section(out, "Service default/web after bootccm ran")
+    assert re.search(r"web +LoadBalancer +10\.96\.\S+ +<pending> +80:\d+/TCP", before), before
+    assert "finalizers: <none>" in before
+    # the pool's first address (192.168.10.200-192.168.10.220)
+    assert re.search(r"web +LoadBalancer +10\.96\.\S+ +192\.168\.10\.200 +80:\d+/TCP",
+                     after), after
+    assert "finalizers: service.kubernetes.io/load-balancer-cleanup" in after
+    assert "kube-vip.io/loadbalancerIPs: 192.168.10.200" in after
+    nodes = section(out, "Bare-metal nodes after bootccm ran")
+    assert "uninitialized" not in nodes
+    assert re.search(r"metal-1\n  providerID: static://metal-1\n  addresses:  "
+                     r"InternalIP=10\.20\.0\.11\n  labels:     zone=rack-1, region=dc-1, "
+                     r"instance-type=r650", nodes), nodes
+    assert "providerID: static://metal-2" in nodes
+    events = section(out, "Events of the bare-metal cluster")
+    assert re.search(r"Normal +EnsuringLoadBalancer +web +Ensuring load balancer", events)
+    assert re.search(r"Normal +EnsuredLoadBalancer +web +Ensured load balancer", events)
+    assert '"Initialized node" node="metal-2" source="inventory"' in out
+    assert "web got its address" in out

@@ -343,7 +343,7 @@ def test_ca_without_its_key(tmp_path, bootccm_binary):
 
 
 @pytest.mark.parametrize("args, message", [
-    (["--cloud-provider", "aws"], '--cloud-provider "aws": unknown provider; known: metadata (asked '),
+    (["--cloud-provider", "aws"], '--cloud-provider "aws": unknown provider; known: metadata'),
     (["--cloud-provider", "Bad name"], "--cloud-provider must be a provider name"),
     (["--bind-port", "0"], "--bind-port must be a port number"),
     (["--bind-port", "x"], "--bind-port must be a port number"),

@@ -19,9 +19,8 @@ import threading
 import time
 
 import pytest
-import yaml
 
-from conftest import ROOT, driver_path, wait_until
+from conftest import driver_path, load_rbac, wait_until
 from test_nodelifecycle import Lifecycle
 
 USER = "system:cloud-controller-manager"
@@ -76,11 +75,7 @@ class Routes(Lifecycle):
     with this driver's command line and stdin commands."""
 
     def __init__(self, api, tmp, cloud, *args):
-        for o in yaml.safe_load_all(open(os.path.join(ROOT, "static-pod", "rbac.yaml"))):
-            if o and api.get_object(o["kind"].lower() + "s", o["metadata"]["name"],
-                                    namespace=o["metadata"].get("namespace", ""),
-                                    group="rbac.authorization.k8s.io") is None:
-                api.create_object(o)
+        load_rbac(api)
         kc = api.write_kubeconfig(os.path.join(tmp, "kubeconfig"), user=USER, groups=(),
                                   tls_server_name="kubernetes")
         seed = os.path.join(tmp, "seed.json")

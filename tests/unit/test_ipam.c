@@ -615,6 +615,52 @@ TEST(requests_keep_auto_assignment_off_until_withdrawn)
 	ipam_free(m);
 }
 
+/* A request that can never be met as it stands (an address in a pool the
+ * Service's namespace may not use, or outside the pool it asked for) keeps
+ * nobody off the address: another namespace cannot hold a pool's addresses
+ * back from the namespaces it is for by asking for them. */
+TEST(requests_that_cannot_be_met_keep_nobody_off)
+{
+	struct ipam_range team[1] = { rng("192.0.2.0/30") };       /* .1 and .2 */
+	struct ipam_range pub[1] = { rng("198.51.100.0/30") };
+	const char *teams[] = { "team-a" };
+	struct ipam_pool_config p[2] = {
+		{ "team", team, 1, teams, 1, 1 },
+		{ "public", pub, 1, NULL, 0, 1 },
+	};
+	struct ipam *m = NULL;
+	struct tsvc other_ns, wrong_pool, a, b;
+	struct ipam_result r;
+	struct errbuf e;
+
+	CHECK(ipam_new(p, 2, &m, &e) == 0);
+	tsvc_init(&other_ns, "team-b/asker", 1);
+	other_ns.req[0] = "192.0.2.1";
+	other_ns.s.n_requested = 1;
+	CHECK(ipam_assign(m, &other_ns.s, &r, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "which namespace team-b may not use");
+	tsvc_init(&wrong_pool, "team-a/asker", 2);
+	wrong_pool.req[0] = "192.0.2.2";
+	wrong_pool.s.n_requested = 1;
+	wrong_pool.s.pool = "public";
+	CHECK(ipam_assign(m, &wrong_pool.s, &r, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "not in the requested pool public");
+	tsvc_init(&a, "team-a/a", 3);
+	CHECK(ipam_assign(m, &a.s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.1");
+	tsvc_init(&b, "team-a/b", 4);
+	CHECK(ipam_assign(m, &b.s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "192.0.2.2");
+	/* a request it may have still does: the asker's pool fixed */
+	CHECK(ipam_observe(m, "team-a/b", NULL) == 1);
+	wrong_pool.s.pool = "team";
+	ipam_observe(m, "team-a/asker", &wrong_pool.s);
+	tsvc_init(&b, "team-a/c", 5);
+	CHECK(ipam_assign(m, &b.s, &r, &e) == 0);
+	CHECK_STR(r.addresses[0], "198.51.100.1");
+	ipam_free(m);
+}
+
 /* Automatic assignment remembers how far each range is taken, and a freed
  * address (a Service gone, a request withdrawn) is found again first. */
 TEST(freed_addresses_are_found_again_first)
