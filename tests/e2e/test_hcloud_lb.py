@@ -17,7 +17,9 @@ the fake API server and the fake Hetzner Cloud API.
    server label write however many balancers select it.
 8. A balancer deleted by hand is made again by the drift check (one listing
    of the cluster's balancers a period).
-9. hostname, disable-public-network, proxy protocol: the Service's status."""
+9. hostname, disable-public-network, proxy protocol: the Service's status.
+10. A balancer the official CCM made is handed over as the operator guide
+    says: the cluster label added, its services and targets deleted."""
 
 import json
 import os
@@ -323,6 +325,52 @@ def test_balancer_with_the_uid_but_another_cluster_is_left_alone(api, hc, tmp, d
                                pred=lambda m: "bootccm.io/cluster" in m)
     assert "leaves it alone" in msg, msg
     assert hc.load_balancer(lb["id"]) == before
+    assert d.alive()
+
+
+def test_handover_of_a_balancer_the_official_ccm_made(api, hc, tmp, daemon):
+    """The operator guide's migration: a balancer the official CCM made (its
+    uid label, its service and server targets) is left alone until the
+    bootccm.io/cluster label is added and its services and targets are
+    deleted; then bootccm serves the Service with that same balancer."""
+    net, servers, args = cluster(api, hc, tmp, n=2)
+    svc = api.create_object(service())
+    uid = svc["metadata"]["uid"]
+    node_port = svc["spec"]["ports"][0]["nodePort"]
+    old = hc.add_load_balancer(
+        name="web-lb", labels={UID_LABEL: uid},
+        services=[{"protocol": "tcp", "listen_port": 80, "destination_port": node_port}],
+        targets=[{"type": "server", "server": {"id": s["id"]}} for s in servers.values()])
+    d = daemon(args)
+    for n in servers:
+        wait_initialized(api, n, timeout=20)
+    _, _, msg = wait_svc_event(api, "web", "SyncLoadBalancerFailed",
+                               pred=lambda m: "bootccm.io/cluster" in m)
+    assert "web-lb" in msg and "leaves it alone" in msg, msg
+    assert ingress(api) == []
+    # the handover: the label, then the official CCM's service and targets go
+    c = Api(hc)
+    labels = dict(hc.load_balancer(old["id"])["labels"])
+    labels["bootccm.io/cluster"] = "kubernetes"
+    c.put("load_balancers/%d" % old["id"], {"labels": labels})
+    c.post("load_balancers/%d/actions/delete_service" % old["id"], {"listen_port": 80})
+    for s in servers.values():
+        c.post("load_balancers/%d/actions/remove_target" % old["id"],
+               {"type": "server", "server": {"id": s["id"]}})
+    # bootccm serves the Service with the same balancer: its port, its nodes
+    lb = wait_lb(hc, uid, lambda lb: ports_of(lb) == [80] and target_ids(lb) == sorted(
+        s["id"] for s in servers.values()), timeout=30)
+    assert lb["id"] == old["id"]
+    assert [x for x in lb["services"] if x["listen_port"] == 80][0]["destination_port"] == \
+        node_port
+    ing = wait_ingress(api)
+    assert {"ip": lb["public_net"]["ipv4"]["ip"]} in [{"ip": i.get("ip")} for i in ing]
+    assert len(hc.load_balancers()) == 1
+    # and it is bootccm's now: the Service deleted deletes it
+    api.delete_object("services", "web", namespace="default")
+    api.wait_for_object("services", "web", lambda o: o is None, namespace="default",
+                        timeout=30)
+    assert hc.load_balancers() == []
     assert d.alive()
 
 
