@@ -324,24 +324,14 @@ def main():
     ap.add_argument("--bootccm", default=os.path.join(ROOT, "build", "bootccm"))
     ap.add_argument("--json", default=None)
     args = ap.parse_args()
-    sizes = lambda d: [int(x) for x in (args.nodes or d).split(",")]  # noqa: E731
-    if args.scenario in ("all", "nodesync"):
-        for n in sizes("1000,5000"):
-            say("nodesync %d" % n)
-            nodesync(args, n)
-    if args.scenario in ("all", "lb"):
-        for n in sizes("10,100"):
-            say("lb %d" % n)
-            lb(args, n)
-    if args.scenario in ("all", "routes"):
-        for n in sizes("90"):
-            say("routes %d" % n)
-            routes(args, n)
-    if args.scenario in ("all", "hour"):
-        for n in sizes("1000"):
-            say("hour %d" % n)
-            hour(args, n)
-
+    # scenario, its function, its default sizes (nodes)
+    for name, run_one, default in (("nodesync", nodesync, "1000,5000"), ("lb", lb, "10,100"),
+                                   ("routes", routes, "90"), ("hour", hour, "1000")):
+        if args.scenario not in ("all", name):
+            continue
+        for n in [int(x) for x in (args.nodes or default).split(",")]:
+            say("%s %d" % (name, n))
+            run_one(args, n)
 
 if __name__ == "__main__":
     main()
