@@ -677,6 +677,35 @@ def test_label_selector_targets_are_resolved(hc, api):
         == (422, "invalid_input")
 
 
+def test_server_listing_names_the_same_balancers_as_each_server(hc, api):
+    """GET /servers (balancers resolved once per listing) and GET
+    /servers/{id} agree on every server's load_balancers: server targets,
+    label selectors, private selectors, none."""
+    n = _net(hc)
+    servers = [hc.add_server(name="s%d" % i, labels={"pool": "p%d" % (i % 3)},
+                             private_net=[n["id"]] if i % 2 else [])
+               for i in range(9)]
+    lbs = [_lb(api, "by-id"), _lb(api, "p0"), _lb(api, "p1-private", network=n["id"]),
+           _lb(api, "empty")]
+    for s in servers[:2]:
+        api.action("POST", "load_balancers/%d/actions/add_target" % lbs[0]["id"],
+                   {"type": "server", "server": {"id": s["id"]}})
+    api.action("POST", "load_balancers/%d/actions/add_target" % lbs[1]["id"],
+               {"type": "label_selector", "label_selector": {"selector": "pool=p0"}})
+    api.action("POST", "load_balancers/%d/actions/add_target" % lbs[2]["id"],
+               {"type": "label_selector", "use_private_ip": True,
+                "label_selector": {"selector": "pool in (p1,p0)"}})
+    listed = {s["id"]: s["load_balancers"]
+              for s in api.ok("GET", "servers?per_page=50")["servers"]}
+    each = {s["id"]: api.ok("GET", "servers/%d" % s["id"])["server"]["load_balancers"]
+            for s in servers}
+    assert listed == each
+    assert listed[servers[0]["id"]] == [lbs[0]["id"], lbs[1]["id"]]
+    assert listed[servers[1]["id"]] == [lbs[0]["id"], lbs[2]["id"]]
+    assert listed[servers[2]["id"]] == []
+    assert listed[servers[3]["id"]] == [lbs[1]["id"], lbs[2]["id"]]
+
+
 def test_target_health_is_settable(hc, api):
     s = hc.add_server(name="a")
     lb = _lb(api, services=[{"protocol": "tcp", "listen_port": 80,
