@@ -9,7 +9,9 @@ controller against the fake API server and the fake Hetzner Cloud API.
    resource_limit_exceeded) is a FailedToCreateRoute Event naming it, and
    no request is tried again while the network is full.
 4. A conflict (another change of the network running) is retried.
-5. A route whose gateway no server has any more is deleted."""
+5. A route whose gateway no server has any more is deleted.
+6. Passes faster than the project's refill are paced by the rate limiter
+   before the project runs dry: no 429."""
 
 import time
 
@@ -178,4 +180,37 @@ def test_blackholed_route_is_deleted(api, hc, tmp, daemon):
     d = daemon(args)
     # the gone server's route: deleted (no server has its gateway)
     route_all(api, hc, net, servers)
+    assert d.alive()
+
+
+# ---- 6 ---------------------------------------------------------------------------
+
+
+def test_requests_are_paced_before_the_project_limit(api, hc, tmp, daemon):
+    """A route pass every 100 ms asks for the network ten times a second;
+    the project refills one request a second and has 30 left. bootccm's
+    bucket, fed by the RateLimit-* headers, goes at once down to its
+    reserve and then at the refill rate: the project never runs dry and
+    no request is answered 429 (the official CCM has no limiter and runs
+    into them: hcloud-ccm #308, #661)."""
+    hc.set_rate_limit(limit=100, remaining=30, refill=1.0)
+    net, servers, args = routed_cluster(api, hc, tmp, 2, period="100ms")
+    d = daemon(args)
+    for n in servers:
+        wait_initialized(api, n, timeout=20)
+    for i, n in enumerate(sorted(servers)):
+        with_pod_cidr(api, n, "10.244.%d.0/24" % i)
+    wait_routes(hc, net["id"], [("10.244.%d.0/24" % i, private_ip(servers[n]))
+                                for i, n in enumerate(sorted(servers))])
+    time.sleep(4)
+    seq = hc.log_seq()
+    t0 = time.monotonic()
+    time.sleep(8)
+    secs = time.monotonic() - t0
+    log = hc.request_log(seq)
+    assert all(e["status"] != 429 for e in hc.request_log()), \
+        [e for e in hc.request_log() if e["status"] == 429][:3]
+    # paced at the refill rate (a second each), not at the 10 a second asked
+    assert 3 <= len(log) <= secs + 3, len(log)
+    assert int(hc.rate.peek()["RateLimit-Remaining"]) >= 1
     assert d.alive()
