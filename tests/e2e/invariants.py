@@ -19,7 +19,8 @@ during and after every fault:
 The Watcher samples 1, 3 and 4 every 50 ms while the fault goes on;
 converge() and check() check everything once the fault is over.
 
-The long versions (make soak) set BOOTCCM_FAULT_SOAK=1: soak(short, long)
+Tests load it with pytest_plugins = ("invariants",) for the fixture
+cluster. The long versions (make soak) set BOOTCCM_FAULT_SOAK=1: soak(short, long)
 picks the figure."""
 
 import os
@@ -27,6 +28,7 @@ import random
 import threading
 import time
 
+import pytest
 import yaml
 
 from conftest import Daemon, free_port, load_rbac, wait_until
@@ -359,6 +361,15 @@ class Watcher(object):
 
     def check(self):
         assert self.seen == [], "an invariant broke during the fault: %s" % self.seen
+
+
+@pytest.fixture
+def cluster(api, tmp):
+    """A Cluster on the fake API server; its replicas are stopped and
+    checked at the end."""
+    c = Cluster(api, tmp)
+    yield c
+    c.stop_all()
 
 
 def wait_started(d, timeout=20.0):

@@ -17,14 +17,9 @@ import pytest
 pytest.register_assert_rewrite("invariants")
 
 from conftest import wait_until  # noqa: E402
-from invariants import Cluster, Watcher, soak, wait_started  # noqa: E402
+from invariants import Watcher, soak, wait_started  # noqa: E402
 
-
-@pytest.fixture
-def cluster(api, tmp):
-    c = Cluster(api, tmp)
-    yield c
-    c.stop_all()
+pytest_plugins = ("invariants",)  # the cluster fixture
 
 
 def kill_loop(cluster, work, writes, iterations):

@@ -28,14 +28,9 @@ import pytest
 pytest.register_assert_rewrite("invariants")
 
 from conftest import Daemon  # noqa: E402
-from invariants import LEASE_FLAGS, Cluster, Watcher, soak, wait_started  # noqa: E402
+from invariants import LEASE_FLAGS, Watcher, soak, wait_started  # noqa: E402
 
-
-@pytest.fixture
-def cluster(api, tmp):
-    c = Cluster(api, tmp)
-    yield c
-    c.stop_all()
+pytest_plugins = ("invariants",)  # the cluster fixture
 
 
 def run_fault(cluster, fault, seconds, churn_rate=2.0, converge_s=60.0, flags=()):
