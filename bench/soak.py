@@ -52,10 +52,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 sys.path.insert(0, os.path.join(ROOT, "bench"))
+sys.path.insert(0, os.path.join(ROOT, "tests", "common"))
 
 import yaml  # noqa: E402
 
 import apiserver  # noqa: E402
+from harness import metrics_reader  # noqa: E402
 from lb_burst import USER, NS, ingress_ips, lb_service, ready_node, stop  # noqa: E402
 from node_burst import proc_cpu_s, proc_status_kib, say, wait_quiet  # noqa: E402
 
@@ -138,16 +140,7 @@ def main(argv=None):
             for obj in yaml.safe_load_all(f):
                 if obj:
                     srv.create_object(obj)
-        srv.add_token(TOKEN, "soak-metrics")
-        srv.create_object({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-                           "metadata": {"name": "soak-metrics"},
-                           "rules": [{"nonResourceURLs": ["/metrics"], "verbs": ["get"]}]})
-        srv.create_object({"apiVersion": "rbac.authorization.k8s.io/v1",
-                           "kind": "ClusterRoleBinding", "metadata": {"name": "soak-metrics"},
-                           "roleRef": {"apiGroup": "rbac.authorization.k8s.io",
-                                       "kind": "ClusterRole", "name": "soak-metrics"},
-                           "subjects": [{"kind": "User", "name": "soak-metrics",
-                                         "apiGroup": "rbac.authorization.k8s.io"}]})
+        metrics_reader(srv, TOKEN, "soak-metrics")
         srv.create_object(ready_node(-1))
         for i in range(args.nodes - 1):
             srv.create_object(ready_node(i))
