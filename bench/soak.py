@@ -118,8 +118,10 @@ def main(argv=None):
     ap.add_argument("--nodes", type=int, default=5000)
     ap.add_argument("--services", type=int, default=2000)
     ap.add_argument("--minutes", type=float, default=10.0)
-    ap.add_argument("--node-rate", type=float, default=10.0, help="nodes added (and deleted) a second")
-    ap.add_argument("--svc-rate", type=float, default=2.0, help="Services created (and deleted) a second")
+    ap.add_argument("--node-rate", type=float, default=10.0,
+                    help="nodes added (and deleted) a second")
+    ap.add_argument("--svc-rate", type=float, default=2.0,
+                    help="Services created (and deleted) a second")
     ap.add_argument("--steady-s", type=float, default=60.0)
     ap.add_argument("--sample-s", type=float, default=10.0)
     ap.add_argument("--qps", type=float, default=100.0)
