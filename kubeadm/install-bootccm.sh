@@ -18,7 +18,12 @@
 #      answers; before kubeadm init, or with --no-wait, this is left for a
 #      later run and bootccm waits on 403s meanwhile
 #
-# Also fills the placeholders of the kubeadm templates: --render-kubeadm-config.
+# Before step 1 changes anything, the binary is checked to be bootccm and
+# the manifest's command line is checked by it (`bootccm --validate`: the
+# flags, a kubeconfig like step 2's, the cloud config; nothing started).
+#
+# Also fills the placeholders of the kubeadm templates: --render-kubeadm-config;
+# and removes what the steps installed: --uninstall.
 # Run with --help for the options.
 set -eu
 
@@ -62,7 +67,11 @@ manifest, then RBAC once the API server answers. Safe to re-run.
   --source DIR          where static-pod/ and kubeadm/ are (default: the
                         directory above this script)
   --root DIR            prefix every installed path with DIR
-  --dry-run             print every action, change nothing
+  --dry-run             print every action, change nothing (works without
+                        kubeadm, kubectl or ctr: says what they would do)
+  --uninstall           remove the manifest (the kubelet stops bootccm), the
+                        kubeconfig, the cloud config, the binary and, once the
+                        API server answers, the RBAC; the cluster CA stays
   -h, --help            this text
 
   --render-kubeadm-config TEMPLATE OUTPUT
@@ -106,6 +115,7 @@ RENDER_IN=
 RENDER_OUT=
 KUBELET_FLAGS=
 KUBELET_FLAGS_SET=0
+UNINSTALL=0
 
 nl='
 '
@@ -145,6 +155,7 @@ while [ $# -gt 0 ]; do
 	--wait-timeout) need_arg "$@"; WAIT_TIMEOUT=$2; shift 2 ;;
 	--source) need_arg "$@"; SOURCE=$2; shift 2 ;;
 	--dry-run) DRY_RUN=1; shift ;;
+	--uninstall) UNINSTALL=1; shift ;;
 	--render-kubeadm-config)
 		[ $# -ge 3 ] || die "--render-kubeadm-config needs TEMPLATE and OUTPUT"
 		RENDER_IN=$2
@@ -233,6 +244,16 @@ need_tool() {
 	command -v "$1" >/dev/null 2>&1 || die "$1 is not installed; it is needed to $2"
 }
 
+# have_tool TOOL WHY: in a dry run, a missing TOOL is said and the caller
+# only reports what it would do (status 1); otherwise need_tool.
+have_tool() {
+	if [ "$DRY_RUN" = 1 ] && ! command -v "$1" >/dev/null 2>&1; then
+		warn "$1 is not installed: it is needed to $2"
+		return 1
+	fi
+	need_tool "$1" "$2"
+}
+
 file_mode() { stat -c %a "$1"; }
 
 # put_file SRC DEST MODE WHAT: install SRC as DEST with MODE unless DEST
@@ -304,6 +325,103 @@ normalize_ref() {
 	*) ref="$ref:latest" ;;
 	esac
 	printf '%s\n' "$ref"
+}
+
+# kubeconfig_text [CA_DATA CERT_DATA KEY_DATA]: the kubeconfig step 2
+# writes, with the CA and the client certificate and key (base64); without
+# them, the same without credentials (what --validate is given before step 2).
+kubeconfig_text() {
+	printf 'apiVersion: v1\nkind: Config\nclusters:\n- cluster:\n'
+	[ -z "${1:-}" ] || printf '    certificate-authority-data: %s\n' "$1"
+	cat <<-EOF
+		    server: $SERVER
+		    tls-server-name: $TLS_SERVER_NAME
+		  name: kubernetes
+		contexts:
+		- context:
+		    cluster: kubernetes
+		    user: $CCM_USER
+		  name: $CCM_USER@kubernetes
+		current-context: $CCM_USER@kubernetes
+		preferences: {}
+		users:
+		- name: $CCM_USER
+	EOF
+	if [ -n "${2:-}" ]; then
+		printf '  user:\n    client-certificate-data: %s\n    client-key-data: %s\n' "$2" "$3"
+	else
+		printf '  user: {}\n'
+	fi
+}
+
+# is_bootccm BIN: BIN runs and says it is bootccm.
+is_bootccm() {
+	[ -f "$1" ] && [ -x "$1" ] || return 1
+	v=$("$1" --version 2>/dev/null | awk 'NR == 1') || v=
+	case $v in
+	"bootccm "*) return 0 ;;
+	esac
+	return 1
+}
+
+# check_binary: refuse a --binary that is not bootccm before it is installed
+# as /usr/local/bin/bootccm.
+check_binary() {
+	[ -n "$BINARY" ] || return 0
+	[ -f "$BINARY" ] || die "bootccm binary not found: $BINARY"
+	[ -x "$BINARY" ] || die "$BINARY is not executable: not a bootccm binary"
+	is_bootccm "$BINARY" ||
+		die "$BINARY is not a bootccm binary ('$BINARY --version' does not say bootccm)"
+}
+
+# validate_command: the command line the manifest will run, checked by the
+# binary itself before anything changes: `bootccm --validate` parses every
+# flag, a kubeconfig like the one step 2 writes (the real one may not exist
+# yet) and the cloud config, and starts nothing. Paths are this host's.
+validate_command() {
+	bin=
+	if [ -n "$BINARY" ]; then
+		bin=$BINARY
+	elif is_bootccm "$P_BIN"; then
+		bin=$P_BIN
+	fi
+	if [ -z "$bin" ]; then
+		warn "no bootccm binary here to check the command line with (give --binary PATH)"
+		return 0
+	fi
+	[ -z "$CLOUD_CONFIG" ] || [ -f "$CLOUD_CONFIG" ] || die "cloud config not found: $CLOUD_CONFIG"
+	render_manifest "$MANIFEST_SRC" "$WORK/validate.yaml"
+	kubeconfig_text >"$WORK/validate.conf"
+	cc=$CLOUD_CONFIG
+	[ -n "$cc" ] || [ ! -f "$P_CLOUD_CONFIG" ] || cc=$P_CLOUD_CONFIG
+	if [ -z "$cc" ]; then
+		printf '{}\n' >"$WORK/validate-cloud.yaml"
+		cc=$WORK/validate-cloud.yaml
+	fi
+	# the command's flags, one a line, as the manifest lists them
+	awk '
+		/^[ \t]*command:[ \t]*$/ { inside = 1; next }
+		inside && /^[ \t]*#/ { next }
+		inside && /^[ \t]*- / {
+			a = $0; sub(/^[ \t]*- /, "", a); sub(/[ \t]+$/, "", a)
+			if (a ~ /^".*"$/) a = substr(a, 2, length(a) - 2)
+			if (a ~ /^--/) print a
+			next
+		}
+		inside { exit }' "$WORK/validate.yaml" >"$WORK/validate.args"
+	set --
+	while IFS= read -r a; do
+		case $a in
+		--kubeconfig=*) a=--kubeconfig=$WORK/validate.conf ;;
+		--cloud-config=*) a=--cloud-config=$cc ;;
+		--node-name=*) continue ;;
+		esac
+		set -- "$@" "$a"
+	done <"$WORK/validate.args"
+	if ! "$bin" --validate "$@" >"$WORK/validate.out" 2>&1; then
+		msg=$(awk '!/^Run / { print; exit }' "$WORK/validate.out")
+		die "bootccm refuses the command line the manifest would run: ${msg#bootccm: } (asked $bin --validate)"
+	fi
 }
 
 # check_provider: refuse a --cloud-provider the binary does not have. bootccm
@@ -431,8 +549,12 @@ ensure_ca() {
 	if [ "$CREATE_CA" = 0 ]; then
 		die "no cluster CA at $P_PKI/ca.crt (--no-create-ca): on a node joining a cluster, run this after 'kubeadm join --control-plane'"
 	fi
-	command -v kubeadm >/dev/null 2>&1 ||
-		die "no cluster CA at $P_PKI/ca.crt and kubeadm is not installed to create one: install kubeadm, or run this after 'kubeadm init'"
+	if [ "$DRY_RUN" = 1 ] && ! command -v kubeadm >/dev/null 2>&1; then
+		warn "kubeadm is not installed: it is needed to create the cluster CA (or run this after 'kubeadm init')"
+	else
+		command -v kubeadm >/dev/null 2>&1 ||
+			die "no cluster CA at $P_PKI/ca.crt and kubeadm is not installed to create one: install kubeadm, or run this after 'kubeadm init'"
+	fi
 	if [ -n "$KUBEADM_CONFIG" ]; then
 		[ -f "$KUBEADM_CONFIG" ] || die "kubeadm configuration not found: $KUBEADM_CONFIG"
 		set -- kubeadm init phase certs ca --config "$KUBEADM_CONFIG"
@@ -529,31 +651,7 @@ write_kubeconfig() {
 	ca_data=$(base64 -w0 <"$P_PKI/ca.crt")
 	crt_data=$(base64 -w0 <"$d/crt")
 	key_data=$(base64 -w0 <"$d/key")
-	(
-		umask 077
-		cat >"$d/kubeconfig" <<-EOF
-			apiVersion: v1
-			kind: Config
-			clusters:
-			- cluster:
-			    certificate-authority-data: $ca_data
-			    server: $SERVER
-			    tls-server-name: $TLS_SERVER_NAME
-			  name: kubernetes
-			contexts:
-			- context:
-			    cluster: kubernetes
-			    user: $CCM_USER
-			  name: $CCM_USER@kubernetes
-			current-context: $CCM_USER@kubernetes
-			preferences: {}
-			users:
-			- name: $CCM_USER
-			  user:
-			    client-certificate-data: $crt_data
-			    client-key-data: $key_data
-		EOF
-	)
+	(umask 077 && kubeconfig_text "$ca_data" "$crt_data" "$key_data" >"$d/kubeconfig")
 	mkdir -p "$(dirname "$P_KUBECONFIG")"
 	if [ -f "$P_KUBECONFIG" ]; then
 		(umask 077 && cp -p "$P_KUBECONFIG" "$P_KUBECONFIG.old")
@@ -570,8 +668,11 @@ ensure_kubeconfig() {
 		changed "create $P_KUBECONFIG (mode 600) for $CCM_USER, server $SERVER, once the CA exists"
 		return 0
 	fi
-	need_tool openssl "make the kubeconfig's client certificate"
-	need_tool base64 "embed the certificates in the kubeconfig"
+	if ! have_tool openssl "make the kubeconfig's client certificate" ||
+		! have_tool base64 "embed the certificates in the kubeconfig"; then
+		changed "create or check $P_KUBECONFIG (mode 600) for $CCM_USER, server $SERVER"
+		return 0
+	fi
 	problem=$(kubeconfig_problem)
 	if [ -z "$problem" ]; then
 		if [ "$(file_mode "$P_KUBECONFIG")" = 600 ]; then
@@ -611,7 +712,6 @@ ensure_cloud_config() {
 
 ensure_binary() {
 	if [ -n "$BINARY" ]; then
-		[ -f "$BINARY" ] || die "bootccm binary not found: $BINARY"
 		put_file "$BINARY" "$P_BIN" 755 "bootccm binary"
 	elif [ -f "$P_BIN" ]; then
 		say "unchanged: bootccm binary ($P_BIN)"
@@ -627,7 +727,10 @@ ensure_binary() {
 ensure_image() {
 	[ -n "$IMAGE_ARCHIVE" ] || return 0
 	[ -f "$IMAGE_ARCHIVE" ] || die "image archive not found: $IMAGE_ARCHIVE"
-	need_tool ctr "import $IMAGE_ARCHIVE into containerd"
+	if ! have_tool ctr "import $IMAGE_ARCHIVE into containerd"; then
+		changed "import $IMAGE_ARCHIVE into containerd (ctr -n k8s.io images import)"
+		return 0
+	fi
 	name=$(normalize_ref "$IMAGE")
 	if ctr -n k8s.io images ls -q "name==$name" 2>/dev/null | grep -qFx "$name"; then
 		say "unchanged: image $name is in containerd"
@@ -714,8 +817,7 @@ ensure_rbac() {
 		say "RBAC not applied: no $P_ADMIN yet (before kubeadm init); run this again after kubeadm init. Until then bootccm retries on 403s."
 		return 0
 	fi
-	need_tool kubectl "apply $rbac"
-	if [ "$DRY_RUN" = 1 ]; then
+	if ! have_tool kubectl "apply $rbac" || [ "$DRY_RUN" = 1 ]; then
 		say "would wait up to ${WAIT_TIMEOUT}s for the API server, then run: kubectl --kubeconfig $P_ADMIN apply -f $rbac"
 		return 0
 	fi
@@ -730,12 +832,89 @@ ensure_rbac() {
 		die "kubectl apply -f $rbac failed"
 }
 
+# ---- --uninstall ------------------------------------------------------------
+
+# remove_file PATH WHAT: remove PATH when it exists.
+remove_file() {
+	if [ -e "$1" ] || [ -L "$1" ]; then
+		changed "remove $2 ($1)"
+		[ "$DRY_RUN" = 1 ] || rm -f "$1"
+	fi
+}
+
+# remove_rbac: delete what static-pod/rbac.yaml created, with admin.conf,
+# once the API server answers; otherwise say how.
+remove_rbac() {
+	rbac=$SOURCE/static-pod/rbac.yaml
+	[ -f "$rbac" ] || die "RBAC file not found: $rbac (--source DIR?)"
+	howto="kubectl --kubeconfig $P_ADMIN delete --ignore-not-found -f $rbac"
+	if [ "$NO_WAIT" = 1 ] || [ ! -f "$P_ADMIN" ]; then
+		say "RBAC not removed (--no-wait, or no $P_ADMIN): run $howto"
+		return 0
+	fi
+	if ! have_tool kubectl "delete $rbac" || [ "$DRY_RUN" = 1 ]; then
+		say "would run: $howto"
+		return 0
+	fi
+	if ! kubectl --kubeconfig "$P_ADMIN" --request-timeout=5s get --raw /readyz >/dev/null 2>&1; then
+		say "RBAC not removed: the API server does not answer; later run: $howto"
+		return 0
+	fi
+	kubectl --kubeconfig "$P_ADMIN" delete --ignore-not-found -f "$rbac" ||
+		die "kubectl delete -f $rbac failed"
+}
+
+# only_cloud_config DIR: DIR holds nothing but (maybe) the cloud config.
+only_cloud_config() {
+	for f in "$1"/* "$1"/.[!.]* "$1"/..?*; do
+		[ -e "$f" ] || [ -L "$f" ] || continue
+		[ "$f" = "$P_CLOUD_CONFIG" ] || return 1
+	done
+	return 0
+}
+
+uninstall() {
+	# the manifest first: the kubelet stops the pod, which hands the Lease over
+	remove_file "$P_MANIFEST" "static pod manifest"
+	remove_file "$P_KUBECONFIG" "kubeconfig"
+	remove_file "$P_KUBECONFIG.old" "previous kubeconfig"
+	remove_file "$P_CLOUD_CONFIG" "cloud config"
+	if [ -d "$P_CLOUD_DIR" ]; then
+		if only_cloud_config "$P_CLOUD_DIR"; then
+			changed "remove directory $P_CLOUD_DIR"
+			[ "$DRY_RUN" = 1 ] || rmdir "$P_CLOUD_DIR"
+		else
+			say "kept: $P_CLOUD_DIR holds other files"
+		fi
+	fi
+	if [ -e "$P_BIN" ] && ! is_bootccm "$P_BIN"; then
+		say "kept: $P_BIN is not a bootccm binary"
+	else
+		remove_file "$P_BIN" "bootccm binary"
+	fi
+	remove_rbac
+	say "not removed: the cluster CA ($P_PKI) and any bootccm image in containerd (ctr -n k8s.io images rm ...)"
+	if [ "$DRY_RUN" = 1 ]; then
+		say "dry run: $CHANGES change(s) would be made"
+	elif [ "$CHANGES" = 0 ]; then
+		say "nothing to remove: bootccm is not installed here"
+	else
+		say "done: $CHANGES change(s)"
+	fi
+}
+
 # ---- main -------------------------------------------------------------------
 
 [ "$DRY_RUN" = 1 ] && say "dry run: nothing will be changed"
 [ -n "$ROOT" ] && say "installing under $ROOT"
+if [ "$UNINSTALL" = 1 ]; then
+	uninstall
+	exit 0
+fi
+check_binary
 check_provider
 resolve_image
+validate_command
 ensure_ca
 ensure_kubeconfig
 ensure_cloud_config

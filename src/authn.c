@@ -24,7 +24,7 @@
 #define AUTHN_SARS "/apis/authorization.k8s.io/v1/subjectaccessreviews"
 
 int
-authn_init(struct authn *a, struct kubeconfig *kc, struct errbuf *e)
+authn_init(struct authn *a, const struct authn_config *cfg, struct errbuf *e)
 {
 	size_t got = 0;
 
@@ -37,7 +37,11 @@ authn_init(struct authn *a, struct kubeconfig *kc, struct errbuf *e)
 			return errbuf_set(e, ERR_IO, "getrandom: %s", strerror(errno));
 		got += (size_t)n;
 	}
-	kube_client_init(&a->client, kc, "bootccm/serve");
+	kube_client_init(&a->client, cfg->authn_kc, "bootccm/serve");
+	kube_client_init(&a->authz_client, cfg->authz_kc, "bootccm/serve");
+	a->token_ttl_ns = cfg->token_ttl_ns;
+	a->allow_ttl_ns = cfg->allow_ttl_ns;
+	a->deny_ttl_ns = cfg->deny_ttl_ns;
 	return 0;
 }
 
@@ -48,6 +52,8 @@ authn_cleanup(struct authn *a)
 	authn_cache_clear(&a->decisions);
 	if (a->client.http)
 		kube_client_cleanup(&a->client);
+	if (a->authz_client.http)
+		kube_client_cleanup(&a->authz_client);
 	explicit_bzero(a->salt, sizeof(a->salt));
 }
 
@@ -432,7 +438,8 @@ authn_sar_body(const struct authn_user *u, const char *verb, const char *path,
 
 /* --- requests --------------------------------------------------------------- */
 
-/* authn_post sends one review with the client's credentials. It does not go
+/* authn_post sends one review with c's credentials (a's TokenReview or
+ * SubjectAccessReview client). It does not go
  * through kube_request on purpose: like upstream's delegated authenticator,
  * which gets its own client with high QPS limits, a review must neither wait
  * behind the controllers in the process-wide rate limit nor hold the single
@@ -440,10 +447,9 @@ authn_sar_body(const struct authn_user *u, const char *verb, const char *path,
  * queued behind it would fail while the API server is slow. On 0 the answer
  * was 2xx and *ret holds it. */
 static int
-authn_post(struct authn *a, const char *path, const char *body, int64_t now_ns,
-    struct http_response *ret, struct errbuf *e)
+authn_post(struct authn *a, struct kube_client *c, const char *path, const char *body,
+    int64_t now_ns, struct http_response *ret, struct errbuf *e)
 {
-	struct kube_client *c = &a->client;
 	const char *headers[] = { "Accept: application/json", c->user_agent, NULL };
 	struct http_request req = {
 		.method = "POST",
@@ -548,7 +554,7 @@ authn_authenticate(struct authn *a, const char *token, int64_t now_ns,
 	}
 	if ((r = authn_review_body(token, &body, &body_len)) < 0)
 		return errbuf_set(e, r, "the token cannot be sent for review");
-	r = authn_post(a, AUTHN_TOKEN_REVIEWS, body, now_ns, &resp, e);
+	r = authn_post(a, &a->client, AUTHN_TOKEN_REVIEWS, body, now_ns, &resp, e);
 	explicit_bzero(body, body_len);
 	free(body);
 	if (r < 0)
@@ -560,7 +566,7 @@ authn_authenticate(struct authn *a, const char *token, int64_t now_ns,
 	if (r < 0)
 		return r;
 	authn_cache_put(&a->tokens, key, r, r == 1 ? u.info : e->msg,
-	    now_ns + AUTHN_TTL_NS, now_ns);
+	    now_ns + a->token_ttl_ns, now_ns);
 	if (r == 1)
 		*ret = u;
 	return r;
@@ -587,14 +593,14 @@ authn_authorize(struct authn *a, const struct authn_user *u, const char *verb,
 		r = result == 1 ? 1 : errbuf_set(e, 0, "%s", value ? value : "");
 		goto out;
 	}
-	if ((r = authn_post(a, AUTHN_SARS, body, now_ns, &resp, e)) < 0)
+	if ((r = authn_post(a, &a->authz_client, AUTHN_SARS, body, now_ns, &resp, e)) < 0)
 		goto out;
 	r = authn_sar_decode(resp.body, resp.body_len, e);
 	http_response_free(&resp);
 	if (r < 0)
 		goto out;
 	authn_cache_put(&a->decisions, key, r, r == 1 ? NULL : e->msg,
-	    now_ns + (r == 1 ? AUTHZ_ALLOW_TTL_NS : AUTHZ_DENY_TTL_NS), now_ns);
+	    now_ns + (r == 1 ? a->allow_ttl_ns : a->deny_ttl_ns), now_ns);
 out:
 	free(value);
 	free(body);

@@ -4,8 +4,10 @@
  * is authorized for a verb on a non-resource path (SubjectAccessReview).
  * Answers are cached briefly, with upstream's default lifetimes.
  *
- * Contract: one struct authn per thread (it owns a kube client and its
- * caches; no locking). The kubeconfig is borrowed and must outlive it. Never
+ * Contract: one struct authn per thread (it owns two kube clients, one for
+ * TokenReviews and one for SubjectAccessReviews, as upstream's
+ * --authentication-kubeconfig and --authorization-kubeconfig, and its
+ * caches; no locking). The kubeconfigs are borrowed and must outlive it. Never
  * logs; out of memory is fatal (xalloc). Answers are parsed with jsonx_parse.
  * Tokens never appear in messages, and the caches hold a salted SHA-256 of
  * each token, never the token; buffers that held a token are wiped, and the
@@ -26,9 +28,10 @@
 #include "kubeconfig.h"
 
 #define AUTHN_CACHE_MAX 256                  /* entries per cache */
-#define AUTHN_TTL_NS (10 * NS_PER_S)         /* reviewed tokens, either answer */
-#define AUTHZ_ALLOW_TTL_NS (10 * NS_PER_S)   /* allowed decisions */
-#define AUTHZ_DENY_TTL_NS (10 * NS_PER_S)    /* denied decisions */
+#define AUTHN_TTL_NS (10 * NS_PER_S)         /* reviewed tokens, either answer (upstream's
+                                                default; struct authn_config sets it) */
+#define AUTHZ_ALLOW_TTL_NS (10 * NS_PER_S)   /* allowed decisions (the same) */
+#define AUTHZ_DENY_TTL_NS (10 * NS_PER_S)    /* denied decisions (the same) */
 #define AUTHN_TIMEOUT_MS 5000                /* one review, connect included */
 #define AUTHN_CONNECT_TIMEOUT_MS 2000
 #define AUTHN_PAUSE_NS (2 * NS_PER_S)        /* no reviews after one got no answer */
@@ -55,17 +58,28 @@ struct authn_user {
 	char *info;           /* status.user as JSON: username, uid, groups, extra */
 };
 
+/* Where the reviews go and how long their answers are kept. */
+struct authn_config {
+	struct kubeconfig *authn_kc;   /* TokenReviews (--authentication-kubeconfig) */
+	struct kubeconfig *authz_kc;   /* SubjectAccessReviews (--authorization-kubeconfig) */
+	int64_t token_ttl_ns;          /* reviewed tokens, either answer */
+	int64_t allow_ttl_ns;          /* allowed decisions */
+	int64_t deny_ttl_ns;           /* denied decisions */
+};
+
 struct authn {
-	struct kube_client client;
+	struct kube_client client;        /* TokenReviews */
+	struct kube_client authz_client;  /* SubjectAccessReviews */
+	int64_t token_ttl_ns, allow_ttl_ns, deny_ttl_ns;
 	struct authn_cache tokens;
 	struct authn_cache decisions;
 	unsigned char salt[AUTHN_KEY_LEN];
 	int64_t paused_until_ns;   /* CLOCK_MONOTONIC; see authn_authenticate */
 };
 
-/* authn_init prepares a for the API server kc names. Returns 0, or ERR_IO
- * when no random salt can be had. */
-int authn_init(struct authn *a, struct kubeconfig *kc, struct errbuf *e);
+/* authn_init prepares a for the API servers cfg names (the same kubeconfig
+ * may serve both). Returns 0, or ERR_IO when no random salt can be had. */
+int authn_init(struct authn *a, const struct authn_config *cfg, struct errbuf *e);
 void authn_cleanup(struct authn *a);
 
 /* authn_authenticate reviews token (now_ns: CLOCK_MONOTONIC). On 1, *ret

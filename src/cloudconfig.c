@@ -10,6 +10,7 @@
 #include "cloudconfig.h"
 #include "duration.h"
 #include "err.h"
+#include "readfile.h"
 #include "xalloc.h"
 #include "yamltree.h"
 
@@ -401,25 +402,17 @@ int
 cloudconfig_load(const char *path, const struct cloudconfig_key *schema,
     void *out, size_t out_size, struct errbuf *e)
 {
-	FILE *f;
-	char *buf;
-	size_t n;
+	char *buf = NULL;
+	size_t n = 0;
 	int r;
 
 	if (path == NULL || *path == '\0')
 		return cloudconfig_parse("", 0, "cloud-config", schema, out, out_size, e);
-	if ((f = fopen(path, "rb")) == NULL)
-		return errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-	buf = xmalloc(CLOUDCONFIG_FILE_MAX + 1);
-	n = fread(buf, 1, CLOUDCONFIG_FILE_MAX + 1, f);
-	if (ferror(f))
-		r = errbuf_set(e, ERR_IO, "%s: read error", path);
-	else
-		r = cloudconfig_parse(buf, n, path, schema, out, out_size, e);
-	fclose(f);
+	if ((r = readfile(path, CLOUDCONFIG_FILE_MAX, 0, &buf, &n, e)) < 0)
+		return r;
+	r = cloudconfig_parse(buf, n, path, schema, out, out_size, e);
 	/* cloud-configs hold credentials for API-backed providers */
-	explicit_bzero(buf, n);
-	free(buf);
+	readfile_free(buf, n);
 	return r;
 }
 

@@ -3,9 +3,11 @@
  *
  * Contract: never logs. A schema is an array of struct cloudconfig_key ended
  * by an entry with key NULL; each key names a field of the caller's output
- * struct by offset. Unknown keys, wrong types and missing required keys are
- * ERR_INVALID with "FILE:LINE:COL: problem" (LINE:COL of the offending node,
- * or of the section for a missing key). An empty file, an empty document or
+ * struct by offset. Unknown keys, wrong types, values a key's check refuses
+ * and missing required keys are ERR_INVALID with "FILE:LINE:COL: problem"
+ * (LINE:COL of the offending node, or of the section for a missing key), so
+ * a bad value is reported where it is written. The file is read with
+ * readfile (a directory says so). An empty file, an empty document or
  * `{}` yields the defaults. Size and shape are capped by yamltree's caps and
  * CLOUDCONFIG_FILE_MAX. On failure the output struct is untouched; on success
  * it owns heap memory released by cloudconfig_free. Out of memory is fatal. */

@@ -5,14 +5,17 @@
 #include <errno.h>
 #include <json-c/json.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "backoff.h"
 #include "clock.h"
 #include "cloud.h"
+#include "duration.h"
 #include "controllers/nodectl.h"
 #include "controllers/nodelifecycle.h"
 #include "controllers/servicectl.h"
@@ -58,8 +61,80 @@ daemon_lease_config(const struct options *o, struct lease_config *cfg)
 	cfg->retry_period_ns = o->leader_elect_retry_period_ns;
 }
 
-/* daemon_connect_config loads --kubeconfig (or the in-cluster configuration),
- * applies --master, and registers the secrets with the logger. */
+/* The controllers --controllers names and what each needs of the
+ * provider. */
+static const struct daemon_controller {
+	unsigned ctrl;          /* OPTIONS_CTRL_* */
+	const char *name;
+	size_t ops;             /* offset of the operation group it needs in
+	                           struct cloud_provider */
+	const char *group;      /* that group, for messages */
+} daemon_controllers[] = {
+	{ OPTIONS_CTRL_CLOUD_NODE, "cloud-node",
+	  offsetof(struct cloud_provider, instances), "instances" },
+	{ OPTIONS_CTRL_CLOUD_NODE_LIFECYCLE, "cloud-node-lifecycle",
+	  offsetof(struct cloud_provider, instances), "instances" },
+	{ OPTIONS_CTRL_ROUTE, "route",
+	  offsetof(struct cloud_provider, routes), "routes" },
+	{ OPTIONS_CTRL_SERVICE, "service",
+	  offsetof(struct cloud_provider, load_balancers), "load balancers" },
+};
+#define DAEMON_CONTROLLERS_N (sizeof(daemon_controllers) / sizeof(daemon_controllers[0]))
+
+const char *
+daemon_controller_off(const struct cloud_provider *p, unsigned ctrl, char *buf, size_t len)
+{
+	for (size_t i = 0; i < DAEMON_CONTROLLERS_N; i++) {
+		const struct daemon_controller *c = &daemon_controllers[i];
+		if (c->ctrl != ctrl)
+			continue;
+		if (p == NULL)
+			snprintf(buf, len, "no --cloud-provider");
+		else if (*(const void *const *)((const char *)p + c->ops) == NULL)
+			snprintf(buf, len, "provider \"%s\" has no %s", p->name, c->group);
+		else
+			return NULL;
+		return buf;
+	}
+	snprintf(buf, len, "unknown controller");
+	return buf;
+}
+
+/* daemon_warn_config says once, at warning level, what of the command line
+ * will not happen: each upstream flag given without effect, each
+ * controller --controllers enables that does not run, a server that needs
+ * DNS, TLS verification turned off. */
+static void
+daemon_warn_config(const struct options *o, const struct kubeconfig *kc,
+    const struct cloud_provider *p)
+{
+	const char *flag, *why;
+	size_t it = 0;
+	char reason[128], name[72];
+
+	while ((why = options_ignored(o, &it, &flag)) != NULL) {
+		snprintf(name, sizeof(name), "--%s", flag);
+		log_warn("Upstream flag has no effect", "flag", name, "reason", why, NULL);
+	}
+	/* with no provider, "No --cloud-provider" says it for all of them */
+	for (size_t i = 0; p != NULL && i < DAEMON_CONTROLLERS_N; i++) {
+		const struct daemon_controller *c = &daemon_controllers[i];
+		if (options_controller_enabled(o, c->ctrl) &&
+		    (why = daemon_controller_off(p, c->ctrl, reason, sizeof(reason))) != NULL)
+			log_warn("Controller does not run", "controller", c->name, "reason", why,
+			    NULL);
+	}
+	if (kc->server_dns)
+		log_warn("The API server is named by a DNS name: bootccm reaches it only once "
+		    "DNS answers (the installed kubeconfig uses https://127.0.0.1:6443)",
+		    "server", kc->server, NULL);
+	if (kc->insecure_skip_tls_verify)
+		log_warn("TLS verification of the API server is off: the kubeconfig sets "
+		    "insecure-skip-tls-verify", "kubeconfig", kc->source, NULL);
+}
+
+/* daemon_connect_config loads --kubeconfig (or the in-cluster configuration)
+ * and applies --master (kubeconfig registers the credentials as secrets). */
 int
 daemon_connect_config(const struct options *o, struct kubeconfig *kc, struct errbuf *e)
 {
@@ -71,17 +146,32 @@ daemon_connect_config(const struct options *o, struct kubeconfig *kc, struct err
 		r = kubeconfig_in_cluster(NULL, kc, e);
 	if (r < 0)
 		return r;
-	if (o->master && *o->master) {
-		char *s = xstrdup(o->master);
-		size_t l = strlen(s);
-		while (l > 0 && s[l - 1] == '/')
-			s[--l] = '\0';
-		free(kc->server);
-		kc->server = s;
+	if (o->master && *o->master &&
+	    (r = kubeconfig_set_server(kc, o->master, "--master", e)) < 0) {
+		kubeconfig_free(kc);
+		return r;
 	}
-	log_add_secret(kc->token);
-	log_add_secret(kc->client_key_pem);
 	return 0;
+}
+
+/* daemon_review_config loads the kubeconfig of the serving endpoint's
+ * TokenReviews or SubjectAccessReviews (--authentication-kubeconfig,
+ * --authorization-kubeconfig) into kc and returns it, or main when path is
+ * empty (the --kubeconfig identity reviews then, as before those flags) or
+ * nothing is served (--secure-port=0: upstream reads them only to serve). */
+static struct kubeconfig *
+daemon_review_config(const struct options *o, const char *path, struct kubeconfig *main,
+    struct kubeconfig *kc, const char *flag, struct errbuf *e)
+{
+	int r;
+
+	if (path == NULL || *path == '\0' || o->secure_port == 0)
+		return main;
+	if ((r = kubeconfig_load(path, NULL, kc, e)) < 0) {
+		errbuf_prefix(e, r, "%s", flag);
+		return NULL;
+	}
+	return kc;
 }
 
 /* daemon_whoami asks the API server who we are (SelfSubjectReview). */
@@ -164,34 +254,43 @@ daemon_client(const struct options *o, struct kubeconfig *kc, struct kube_client
 	return 0;
 }
 
-/* check-kubeconfig: connect once and tell what the API server says. */
+/* check-kubeconfig: connect once, within --timeout, and tell what the API
+ * server says. Everything printed goes through the logger's redaction: an
+ * answer may echo the credentials. */
 int
 daemon_check_kubeconfig(const struct options *o)
 {
 	struct kubeconfig kc;
 	struct kube_client c;
 	struct errbuf e = { "" };
-	char version[128], user[256], groups[1024];
+	char version[128], user[256], groups[1024], limit[32];
+	int64_t deadline = clock_mono_ns() + o->timeout_ns;
 	int r;
 
 	if ((r = daemon_client(o, &kc, &c, &e)) < 0) {
-		fprintf(stderr, "bootccm: check-kubeconfig: %s\n", e.msg);
+		log_print(STDERR_FILENO, "bootccm: check-kubeconfig: %s\n", e.msg);
 		return 1;
 	}
-	printf("server: %s\n", kc.server);
-	fflush(stdout);
+	/* one attempt per request, all of them within the one deadline of a
+	 * one-shot command */
+	kube_client_set_retries(&c, 0, 0, 0);
+	http_set_deadline(deadline);
+	log_print(STDOUT_FILENO, "server: %s\n", kc.server);
 	if ((r = daemon_server_version(&c, version, sizeof(version), &e)) < 0)
 		goto fail;
-	printf("version: %s\n", version);
-	fflush(stdout);
+	log_print(STDOUT_FILENO, "version: %s\n", version);
 	if ((r = daemon_whoami(&c, user, sizeof(user), groups, sizeof(groups), &e)) < 0)
 		goto fail;
-	printf("user: %s\ngroups: %s\n", user, groups);
+	log_print(STDOUT_FILENO, "user: %s\ngroups: %s\n", user, groups);
 	kube_client_cleanup(&c);
 	kubeconfig_free(&kc);
 	return 0;
 fail:
-	fprintf(stderr, "bootccm: check-kubeconfig: %s\n", e.msg);
+	if (clock_mono_ns() >= deadline) {
+		duration_format(o->timeout_ns, limit, sizeof(limit));
+		errbuf_prefix(&e, r, "no answer within --timeout %s", limit);
+	}
+	log_print(STDERR_FILENO, "bootccm: check-kubeconfig: %s\n", e.msg);
 	kube_client_cleanup(&c);
 	kubeconfig_free(&kc);
 	return 1;
@@ -235,6 +334,8 @@ daemon_wait_apiserver(struct kube_client *c, char *version, size_t len)
 struct daemon {
 	const struct options *o;
 	struct kubeconfig kc;
+	struct kubeconfig authn_kc;  /* --authentication-kubeconfig's, or zeroed */
+	struct kubeconfig authz_kc;  /* --authorization-kubeconfig's, or zeroed */
 	struct reflector *nodes;     /* every replica: its own node (metadata fallback) */
 	struct reflector *services;  /* the service controller's cache */
 	struct lease *lease;         /* NULL with --leader-elect=false */
@@ -598,6 +699,8 @@ daemon_run(const struct options *o)
 	char version[128], user[256], groups[1024];
 	int r, rc = 0;
 
+	struct kubeconfig *authn, *authz;
+
 	if ((r = daemon_client(o, &d.kc, &c, &e)) < 0) {
 		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
 		return 1;
@@ -605,9 +708,14 @@ daemon_run(const struct options *o)
 	/* the wait for the API server is a retry loop of its own: one attempt per
 	 * call, so a server that comes up is seen at the next poll */
 	kube_client_set_retries(&c, 0, 0, 0);
-	if (d.kc.insecure_skip_tls_verify)
-		log_warn("TLS verification of the API server is off: the kubeconfig sets "
-		    "insecure-skip-tls-verify", "kubeconfig", d.kc.source, NULL);
+	if ((authn = daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
+	    "--authentication-kubeconfig", &e)) == NULL ||
+	    (authz = daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
+	    "--authorization-kubeconfig", &e)) == NULL) {
+		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
+		rc = 1;
+		goto out;
+	}
 	log_info(0, "Starting bootccm", "version", BOOTCCM_VERSION, "commit", BOOTCCM_COMMIT,
 	    "kubeconfig", d.kc.source, "server", d.kc.server, "node", o->node_name,
 	    "cloudProvider", o->cloud_provider ? o->cloud_provider : "", NULL);
@@ -615,20 +723,19 @@ daemon_run(const struct options *o)
 	if (daemon_provider(&d, &e) < 0) {
 		log_error("Cannot start the cloud provider", "provider", o->cloud_provider,
 		    "err", e.msg, NULL);
-		kube_client_cleanup(&c);
-		kubeconfig_free(&d.kc);
-		return 1;
+		rc = 1;
+		goto out;
 	}
+	daemon_warn_config(o, &d.kc, d.provider);
 
 	/* probes answer from the start: alive while waiting, not ready */
 	if (serve_add_readyz("informer-sync", daemon_ready_informers, &d) < 0 ||
 	    serve_add_healthz("leaderElection", daemon_health_lease, &d) < 0 ||
-	    serve_start(o, &d.kc, &e) < 0) {
+	    serve_start(o, authn, authz, &e) < 0) {
 		log_error("Cannot serve", "err", e.msg, NULL);
 		serve_stop();
-		kube_client_cleanup(&c);
-		kubeconfig_free(&d.kc);
-		return 1;
+		rc = 1;
+		goto out;
 	}
 
 	if (daemon_wait_apiserver(&c, version, sizeof(version)) < 0)
@@ -686,11 +793,50 @@ stop:
 	if (d.events)
 		events_stop(d.events, 2 * NS_PER_S);
 	events_free(d.events);
+out:
 	if (d.provider)
 		d.provider->free(d.provider_state);
 	if (d.fallback)
 		d.fallback->free(d.fallback_state);
 	kube_client_cleanup(&c);
+	kubeconfig_free(&d.authn_kc);
+	kubeconfig_free(&d.authz_kc);
+	kubeconfig_free(&d.kc);
+	return rc;
+}
+
+int
+daemon_validate(const struct options *o)
+{
+	struct daemon d = { .o = o };
+	struct errbuf e = { "" };
+	int rc = 2;
+
+	if (daemon_connect_config(o, &d.kc, &e) < 0 ||
+	    daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
+	    "--authentication-kubeconfig", &e) == NULL ||
+	    daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
+	    "--authorization-kubeconfig", &e) == NULL)
+		goto out;
+	if (daemon_provider(&d, &e) < 0) {
+		errbuf_prefix(&e, ERR_INVALID, "--cloud-provider %s", o->cloud_provider);
+		goto out;
+	}
+	daemon_warn_config(o, &d.kc, d.provider);
+	log_print(STDOUT_FILENO, "valid: kubeconfig %s (server %s), cloud provider %s, "
+	    "cloud config %s\n", d.kc.source, d.kc.server,
+	    o->cloud_provider && *o->cloud_provider ? o->cloud_provider : "(none)",
+	    o->cloud_config && *o->cloud_config ? o->cloud_config : "(none)");
+	rc = 0;
+out:
+	if (rc != 0)
+		log_print(STDERR_FILENO, "bootccm: --validate: %s\n", e.msg);
+	if (d.provider)
+		d.provider->free(d.provider_state);
+	if (d.fallback)
+		d.fallback->free(d.fallback_state);
+	kubeconfig_free(&d.authn_kc);
+	kubeconfig_free(&d.authz_kc);
 	kubeconfig_free(&d.kc);
 	return rc;
 }

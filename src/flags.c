@@ -34,6 +34,17 @@ flags_find(struct flag *flags, size_t n, const char *name)
 	return NULL;
 }
 
+/* flags_find_short returns the flag called c, or "help" for 'h' (every
+ * Kubernetes component takes -h for --help). */
+static struct flag *
+flags_find_short(struct flag *flags, size_t n, char c)
+{
+	char name[2] = { c, '\0' };
+	struct flag *f = flags_find(flags, n, name);
+
+	return f == NULL && c == 'h' ? flags_find(flags, n, "help") : f;
+}
+
 /* flag_store parses value into f's variable. */
 static int
 flag_store(struct flag *f, const char *value, struct errbuf *e)
@@ -96,6 +107,38 @@ flag_store(struct flag *f, const char *value, struct errbuf *e)
 }
 
 int
+flags_value_is(const struct flag *f, const char *text)
+{
+	union { int i; double d; char *s; int64_t ns; } v = { 0 };
+	struct flag tmp = *f;
+	int same = 0;
+
+	tmp.ptr = &v;
+	if (flag_store(&tmp, text, NULL) < 0)
+		return 0;
+	switch (f->type) {
+	case FLAG_BOOL:
+	case FLAG_INT:
+		same = v.i == *(int *)f->ptr;
+		break;
+	case FLAG_FLOAT:
+		same = v.d == *(double *)f->ptr;
+		break;
+	case FLAG_STRING:
+	case FLAG_STRINGS: {
+		const char *cur = *(char **)f->ptr;
+		same = strcmp(v.s, cur ? cur : "") == 0;
+		free(v.s);
+		break;
+	}
+	case FLAG_DURATION:
+		same = v.ns == *(int64_t *)f->ptr;
+		break;
+	}
+	return same;
+}
+
+int
 flags_defaults(struct flag *flags, size_t n, struct errbuf *e)
 {
 	for (size_t i = 0; i < n; i++) {
@@ -152,9 +195,7 @@ flags_parse(struct flag *flags, size_t n, int argc, char **argv, int first,
 			name = a + 1;
 			/* shorthand: only one-letter flags, pflag's -v2 form included */
 			if (name[1] != '\0' && name[1] != '=') {
-				nbuf[0] = name[0];
-				nbuf[1] = '\0';
-				f = flags_find(flags, n, nbuf);
+				f = flags_find_short(flags, n, name[0]);
 				if (f == NULL || f->type == FLAG_BOOL)
 					return errbuf_set(e, ERR_INVALID,
 					    "unknown shorthand flag: '%c' in %s", name[0], a);
@@ -170,8 +211,9 @@ flags_parse(struct flag *flags, size_t n, int argc, char **argv, int first,
 			return errbuf_set(e, ERR_INVALID, "bad flag syntax: %s", a);
 		memcpy(nbuf, name, nlen);
 		nbuf[nlen] = '\0';
-		f = flags_find(flags, n, nbuf);
-		if (f == NULL || (a[1] != '-' && nlen != 1))
+		f = a[1] == '-' ? flags_find(flags, n, nbuf) :
+		    nlen == 1 ? flags_find_short(flags, n, nbuf[0]) : NULL;
+		if (f == NULL)
 			return errbuf_set(e, ERR_INVALID, "unknown flag: %s%s",
 			    a[1] == '-' ? "--" : "-", nbuf);
 		if (eq) {
@@ -213,8 +255,12 @@ flags_usage(const struct flag *flags, size_t n, FILE *out)
 	for (size_t i = 0; i < n; i++) {
 		const struct flag *f = &flags[i];
 		char head[160];
-		snprintf(head, sizeof(head), "  %s%s%s", strlen(f->name) == 1 ? "-" : "--",
-		    f->name, flag_type_name(f->type));
+		if (strcmp(f->name, "help") == 0)
+			snprintf(head, sizeof(head), "  -h, --%s%s", f->name,
+			    flag_type_name(f->type));
+		else
+			snprintf(head, sizeof(head), "  %s%s%s", strlen(f->name) == 1 ? "-" : "--",
+			    f->name, flag_type_name(f->type));
 		fprintf(out, "%-48s %s", head, f->usage);
 		if (f->def && *f->def && !(f->type == FLAG_BOOL && strcmp(f->def, "false") == 0)) {
 			if (f->type == FLAG_STRING || f->type == FLAG_STRINGS)

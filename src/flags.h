@@ -2,8 +2,10 @@
  * components' parser); FLAG_DURATION takes Go durations (duration.h).
  *
  * Syntax: --name=value, --name value, -name=value for one-letter names
- * (-v=2, -v 2, -v2), booleans as --name or --name=false (a boolean never
- * takes the next argument), "--" ends the flags. Contract: never logs;
+ * (-v=2, -v 2, -v2), -h for a flag called "help" (cobra's shorthand),
+ * booleans as --name or
+ * --name=false (a boolean never takes the next argument), "--" ends the
+ * flags. Contract: never logs;
  * failures return ERR_INVALID with a message naming the flag; out of memory
  * is fatal. */
 #ifndef BOOTCCM_FLAGS_H
@@ -49,6 +51,11 @@ int flags_parse(struct flag *flags, size_t n, int argc, char **argv,
 
 /* flags_find returns the flag called name, or NULL. */
 struct flag *flags_find(struct flag *flags, size_t n, const char *name);
+
+/* flags_value_is tells whether text, parsed as f's type, is f's value now
+ * (1 yes, 0 no or not parsable): "false" for a boolean that is 0, "0s" for
+ * a zero duration. */
+int flags_value_is(const struct flag *f, const char *text);
 
 /* flags_usage writes one entry per flag with its type and default. */
 void flags_usage(const struct flag *flags, size_t n, FILE *out);

@@ -11,6 +11,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "dynbuf.h"
 #include "tlsctx.h"
 #include "xalloc.h"
@@ -41,6 +42,15 @@ struct http_xfer {
 	char *warning;
 	long retry_after_s;
 };
+
+/* A one-shot command's deadline; 0: none. Written once before requests. */
+static int64_t http_deadline_ns;
+
+void
+http_set_deadline(int64_t deadline_ns)
+{
+	__atomic_store_n(&http_deadline_ns, deadline_ns, __ATOMIC_RELEASE);
+}
 
 int
 http_global_init(struct errbuf *e)
@@ -364,11 +374,27 @@ http_do(struct http_client *c, const struct http_request *req,
 	const char *method = req->method ? req->method : "GET";
 	CURL *h = c->h;
 	CURLcode rc;
+	long connect_ms = req->connect_timeout_ms ? req->connect_timeout_ms :
+	    (long)HTTP_CONNECT_TIMEOUT_MS, timeout_ms = req->timeout_ms;
+	int64_t deadline = __atomic_load_n(&http_deadline_ns, __ATOMIC_ACQUIRE);
 	int r = 0;
 
 	dynbuf_init(&x.body, cap);
 	if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
 		return errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
+	if (deadline != 0) {
+		/* rounded up: curl's timer starts after this, so a transfer it
+		 * times out has run to the deadline, not a hair short of it */
+		int64_t left_ns = deadline - clock_mono_ns();
+		int64_t left_ms = (left_ns + NS_PER_MS - 1) / NS_PER_MS;
+		if (left_ns <= 0)
+			return errbuf_set(e, ERR_TIMEOUT, "%s %s: not sent: the deadline passed",
+			    method, req->url);
+		if (timeout_ms == 0 || timeout_ms > left_ms)
+			timeout_ms = (long)left_ms;
+		if (connect_ms > left_ms)
+			connect_ms = (long)left_ms;
+	}
 	curl_easy_reset(h);
 	c->curl_err[0] = '\0';
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, c->curl_err);
@@ -377,9 +403,8 @@ http_do(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
 	curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, NULL);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS,
-	    req->connect_timeout_ms ? req->connect_timeout_ms : (long)HTTP_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, req->timeout_ms);
+	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms);
+	curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms);
 	if (req->low_speed_time_s > 0) {
 		curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
 		curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, req->low_speed_time_s);

@@ -13,6 +13,7 @@
 #define BOOTCCM_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "err.h"
 
@@ -90,6 +91,13 @@ int http_status_err(long status);
 /* http_host_is_local tells whether a URL's host is loopback or link-local
  * (169.254.0.0/16, fe80::/10, fd00:ec2::254): such requests bypass proxies. */
 int http_host_is_local(const char *url);
+
+/* http_set_deadline gives the whole process a deadline (CLOCK_MONOTONIC
+ * nanoseconds; 0: none), for a one-shot command's --timeout: from then on
+ * every request's connect and transfer timeouts end at it, and a request
+ * made after it fails at once with ERR_TIMEOUT, sending nothing. Set it
+ * before the requests start; any thread may then read it. */
+void http_set_deadline(int64_t deadline_ns);
 
 /* http_global_init once at start, before threads (curl_global_init). */
 int http_global_init(struct errbuf *e);

@@ -14,6 +14,8 @@
 #include <unistd.h>
 
 #include "base64.h"
+#include "log.h"
+#include "netaddr.h"
 #include "readfile.h"
 #include "xalloc.h"
 #include "yamltree.h"
@@ -32,6 +34,7 @@ static void
 kubeconfig_release(struct kubeconfig *kc)
 {
 	free(kc->source);
+	free(kc->credential);
 	free(kc->context);
 	free(kc->cluster);
 	free(kc->user);
@@ -144,6 +147,7 @@ kubeconfig_token_refresh(struct kubeconfig *kc, struct errbuf *e)
 		goto out;
 	}
 	tok = xmemdup(start, len);
+	log_add_secret(tok);
 	if (kc->token_cached != NULL)
 		readfile_free(kc->token_cached, strlen(kc->token_cached));
 	kc->token_cached = tok;
@@ -372,50 +376,161 @@ out:
 	return r;
 }
 
-/* kubeconfig_server checks and normalizes a server URL into kc. */
+/* kubeconfig_host_ok checks a URL's host: a bracketed IPv6 address, or a
+ * name or IPv4 address of letters, digits, '-', '.' and '_' (the syntax
+ * only: nothing is looked up). Sets *ret_name when the host needs DNS. */
 static int
-kubeconfig_server(struct kubeconfig_loader *l, const char *cluster,
-    const char *server, struct kubeconfig *kc)
+kubeconfig_host_ok(const char *h, size_t n, int *ret_name)
 {
-	const char *rest, *p;
-	size_t len, authority;
-	int http;
+	struct netaddr a;
+	char buf[NETADDR_TEXT_MAX];
+	size_t i;
+
+	if (n >= 2 && h[0] == '[' && h[n - 1] == ']') {
+		if (n - 2 >= sizeof(buf))
+			return 0;
+		memcpy(buf, h + 1, n - 2);
+		buf[n - 2] = '\0';
+		*ret_name = 0;
+		return netaddr_parse(buf, &a) == 0 && a.family == 6;
+	}
+	if (n == 0 || n > KUBECONFIG_HOST_MAX)
+		return 0;
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)h[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		    (c >= '0' && c <= '9') || c == '.' || c == '-' || c == '_'))
+			return 0;
+	}
+	memcpy(buf, h, n < sizeof(buf) ? n : sizeof(buf) - 1);
+	buf[n < sizeof(buf) ? n : sizeof(buf) - 1] = '\0';
+	*ret_name = !(n < sizeof(buf) && netaddr_parse(buf, &a) == 0) &&
+	    !(n == 9 && strncasecmp(h, "localhost", 9) == 0);
+	return 1;
+}
+
+int
+kubeconfig_server_parse(const char *url, char **ret, int *ret_plain_http, int *ret_dns,
+    struct errbuf *e)
+{
+	const char *p, *rest, *host, *colon;
+	size_t len, authority, hlen;
+	int http, dns = 0;
 
 	/* Before anything echoes the URL: user information may be a secret. */
-	p = strstr(server, "://");
-	rest = p ? p + 3 : server;
+	p = strstr(url, "://");
+	rest = p ? p + 3 : url;
 	authority = strcspn(rest, "/?#");
 	if (memchr(rest, '@', authority) != NULL)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: cluster \"%s\": the server URL must not hold user "
-		    "information", l->name, cluster);
-	for (p = server; *p != '\0'; p++)
+		return errbuf_set(e, ERR_INVALID, "the server URL must not hold user "
+		    "information");
+	for (p = url; *p != '\0'; p++)
 		if ((unsigned char)*p <= 0x20 || (unsigned char)*p == 0x7f)
-			return errbuf_set(l->e, ERR_INVALID,
-			    "%s: cluster \"%s\": the server URL holds a space or "
-			    "control character", l->name, cluster);
-	if (strncasecmp(server, "https://", 8) == 0)
+			return errbuf_set(e, ERR_INVALID, "the server URL holds a space or "
+			    "control character");
+	if (strncasecmp(url, "https://", 8) == 0)
 		http = 0;
-	else if (strncasecmp(server, "http://", 7) == 0)
+	else if (strncasecmp(url, "http://", 7) == 0)
 		http = 1;
 	else
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: server \"%.*s\" must be an https:// URL", l->name,
-		    KUBECONFIG_ECHO_MAX, server);
+		return errbuf_set(e, ERR_INVALID, "server \"%.*s\" must be an https:// URL",
+		    KUBECONFIG_ECHO_MAX, url);
 	if (authority == 0)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: server \"%.*s\" has no host", l->name,
-		    KUBECONFIG_ECHO_MAX, server);
+		return errbuf_set(e, ERR_INVALID, "server \"%.*s\" has no host",
+		    KUBECONFIG_ECHO_MAX, url);
 	if (strpbrk(rest, "?#") != NULL)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: server \"%.*s\" must not have a query or fragment",
-		    l->name, KUBECONFIG_ECHO_MAX, server);
+		return errbuf_set(e, ERR_INVALID, "server \"%.*s\" must not have a query or "
+		    "fragment", KUBECONFIG_ECHO_MAX, url);
+	/* host[:port]; an IPv6 host is bracketed, so its port follows ']' */
+	host = rest;
+	colon = NULL;
+	if (host[0] == '[') {
+		const char *close = memchr(host, ']', authority);
+		if (close == NULL)
+			return errbuf_set(e, ERR_INVALID, "server \"%.*s\": host: missing ']'",
+			    KUBECONFIG_ECHO_MAX, url);
+		if ((size_t)(close + 1 - host) < authority) {
+			if (close[1] != ':')
+				return errbuf_set(e, ERR_INVALID, "server \"%.*s\": host: "
+				    "unexpected text after ']'", KUBECONFIG_ECHO_MAX, url);
+			colon = close + 1;
+		}
+	} else {
+		colon = memchr(host, ':', authority);
+	}
+	hlen = colon ? (size_t)(colon - host) : authority;
+	if (!kubeconfig_host_ok(host, hlen, &dns))
+		return errbuf_set(e, ERR_INVALID, "server \"%.*s\": host \"%.*s\" is not a "
+		    "host name or IP address", KUBECONFIG_ECHO_MAX, url, (int)hlen, host);
+	if (colon != NULL) {
+		size_t plen = authority - hlen - 1, i;
+		unsigned long v = 0;
+
+		for (i = 0; i < plen && i < 6; i++) {
+			if (colon[1 + i] < '0' || colon[1 + i] > '9')
+				break;
+			v = v * 10 + (unsigned long)(colon[1 + i] - '0');
+		}
+		if (plen == 0 || i != plen || v < 1 || v > 65535)
+			return errbuf_set(e, ERR_INVALID, "server \"%.*s\": port \"%.*s\" is "
+			    "not a number in 1..65535", KUBECONFIG_ECHO_MAX, url, (int)plen,
+			    colon + 1);
+	}
 	len = strlen(rest);
 	while (len > authority && rest[len - 1] == '/')
 		len--;
 	/* the scheme in lower case, the rest as given */
-	kc->server = xasprintf("%s%.*s", http ? "http://" : "https://", (int)len, rest);
+	*ret = xasprintf("%s%.*s", http ? "http://" : "https://", (int)len, rest);
+	*ret_plain_http = http;
+	*ret_dns = dns;
+	return 0;
+}
+
+/* kubeconfig_transport_ok refuses server, a plain-HTTP one (http set),
+ * for kc's user when it has credentials: a token or a client certificate
+ * goes only over verified TLS. what names where the server came from. */
+static int
+kubeconfig_transport_ok(const struct kubeconfig *kc, const char *what, const char *server,
+    int http, struct errbuf *e)
+{
+	if (!http || kc->credential == NULL)
+		return 0;
+	return errbuf_set(e, ERR_INVALID, "%s: %s \"%.*s\" is plain HTTP: the credentials "
+	    "in %s (user \"%s\") would go out in clear; they are sent only over verified "
+	    "TLS: use an https:// server", kc->source ? kc->source : "kubeconfig", what,
+	    KUBECONFIG_ECHO_MAX, server, kc->credential, kc->user ? kc->user : "");
+}
+
+int
+kubeconfig_set_server(struct kubeconfig *kc, const char *url, const char *what,
+    struct errbuf *e)
+{
+	char *s = NULL;
+	int http, dns, r;
+
+	if ((r = kubeconfig_server_parse(url, &s, &http, &dns, e)) < 0)
+		return errbuf_prefix(e, r, "%s", what);
+	if ((r = kubeconfig_transport_ok(kc, what, s, http, e)) < 0) {
+		free(s);
+		return r;
+	}
+	free(kc->server);
+	kc->server = s;
 	kc->plain_http = http;
+	kc->server_dns = dns;
+	return 0;
+}
+
+/* kubeconfig_server checks and normalizes the cluster's server URL into kc. */
+static int
+kubeconfig_server(struct kubeconfig_loader *l, const char *cluster,
+    const char *server, struct kubeconfig *kc)
+{
+	int r = kubeconfig_server_parse(server, &kc->server, &kc->plain_http,
+	    &kc->server_dns, l->e);
+
+	if (r < 0)
+		return errbuf_prefix(l->e, r, "%s: cluster \"%s\"", l->name, cluster);
 	return 0;
 }
 
@@ -518,6 +633,10 @@ kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
 		    "%s: user \"%s\": client-key given without "
 		    "client-certificate (or client-certificate-data)", l->name,
 		    name);
+	if (kc->client_cert_pem != NULL)
+		kc->credential = xasprintf("%s.%s", path,
+		    kubeconfig_present(body, "client-certificate-data") ?
+		    "client-certificate-data" : "client-certificate");
 
 	r = kubeconfig_string(l, body, path, "token", &token);
 	if (r < 0)
@@ -532,9 +651,13 @@ kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
 			    "%s:%d: %s.token: holds whitespace or control "
 			    "characters", l->name, n->line, path);
 		kc->token = xstrdup(token);
+		free(kc->credential);
+		kc->credential = xasprintf("%s.token", path);
 		return 0;
 	}
 	if (token_file != NULL) {
+		free(kc->credential);
+		kc->credential = xasprintf("%s.tokenFile", path);
 		kc->token_file = kubeconfig_join(l->dir, token_file);
 		/* Read it now so a wrong path fails at start-up. */
 		r = kubeconfig_token_refresh(kc, l->e);
@@ -621,7 +744,7 @@ kubeconfig_resolve(struct kubeconfig_loader *l, const struct ynode *root,
 	kc->context = kubeconfig_strdup(context);
 	kc->cluster = kubeconfig_strdup(cluster);
 	kc->user = kubeconfig_strdup(user);
-	return 0;
+	return kubeconfig_transport_ok(kc, "server", kc->server, kc->plain_http, l->e);
 }
 
 /* kubeconfig_commit hands a fully built kc to the caller. The mutex is
@@ -629,6 +752,8 @@ kubeconfig_resolve(struct kubeconfig_loader *l, const struct ynode *root,
 static void
 kubeconfig_commit(struct kubeconfig *kc, struct kubeconfig *ret)
 {
+	log_add_secret(kc->token);
+	log_add_secret(kc->client_key_pem);
 	memcpy(ret, kc, sizeof(*ret));
 	pthread_mutex_init(&ret->token_lock, NULL);
 	explicit_bzero(kc, sizeof(*kc));

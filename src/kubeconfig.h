@@ -1,7 +1,9 @@
 /* kubeconfig.h - load a kubeconfig file, or the in-cluster configuration, into
  * the connection facts the HTTP layer needs.
  *
- * Contract: never logs; out of memory is fatal (xalloc). Every failure
+ * Contract: never logs; out of memory is fatal (xalloc). Every credential it
+ * loads (a token, a token file's content at every read, a client key) is
+ * registered with log_add_secret, so no output path prints one. Every failure
  * returns a negative ERR_* code and a message in the caller's errbuf that
  * names the file and what is wrong ("/etc/kubernetes/bootccm.conf: context
  * \"x\" not found"). Certificate and key material given as files is read
@@ -18,7 +20,11 @@
  * way round; insecure-skip-tls-verify with a CA is an error. What bootccm does
  * not do is refused with ERR_UNSUPPORTED rather than silently ignored:
  * proxy-url, basic authentication, exec and auth-provider plugins,
- * impersonation. */
+ * impersonation. Stricter than client-go: a server URL's port must be in
+ * 1..65535 and its host a name or an IP address (checked, never looked up),
+ * and an http:// server is refused for a user with credentials (a token,
+ * token file or client certificate goes only over verified TLS); without
+ * credentials http:// is allowed, as client-go allows it. */
 #ifndef BOOTCCM_KUBECONFIG_H
 #define BOOTCCM_KUBECONFIG_H
 
@@ -41,8 +47,12 @@ struct kubeconfig {
 	char *user;            /* name of the user entry (NULL in-cluster) */
 	char *server;          /* "https://host[:port][/path]" (or http://), scheme
 	                        * in lower case, no trailing slash */
-	int plain_http;        /* 1 when server is http:// (allowed, as client-go
-	                        * does, but no TLS at all: callers should warn) */
+	int plain_http;        /* 1 when server is http:// (only for a user without
+	                        * credentials: no TLS at all, callers should warn) */
+	int server_dns;        /* 1 when the server's host is a DNS name (neither an
+	                        * IP address nor localhost): reaching it needs DNS */
+	char *credential;      /* the field holding the user's credentials, for
+	                        * messages ("users[0].user.token"); NULL: none */
 	char *tls_server_name; /* NULL when unset */
 	int insecure_skip_tls_verify; /* 1 only when the file says true explicitly */
 	int disable_compression; /* 1 when the file says true explicitly */
@@ -81,6 +91,23 @@ int kubeconfig_load(const char *path, const char *context,
  * relative paths resolve against. */
 int kubeconfig_load_buffer(const char *buf, size_t len, const char *name,
     const char *dir, const char *context, struct kubeconfig *ret,
+    struct errbuf *e);
+
+/* kubeconfig_server_parse checks a server URL as kubeconfig_load does
+ * (https:// or http://, a host, an optional port in 1..65535, an optional
+ * path, no user information, query or fragment) without looking anything
+ * up, and returns its normal form (scheme in lower case, no trailing slash)
+ * in a malloc'd *ret, 1 in *ret_plain_http for http://, and 1 in *ret_dns
+ * when the host is a DNS name. ERR_INVALID with a message quoting the URL
+ * (never its user information) otherwise; outputs untouched. */
+int kubeconfig_server_parse(const char *url, char **ret, int *ret_plain_http,
+    int *ret_dns, struct errbuf *e);
+
+/* kubeconfig_set_server points kc at url instead of its server (--master):
+ * checked by kubeconfig_server_parse, and refused (ERR_INVALID) when it is
+ * http:// and kc's user has credentials. what names the override in
+ * messages ("--master"). On failure kc keeps its server. */
+int kubeconfig_set_server(struct kubeconfig *kc, const char *url, const char *what,
     struct errbuf *e);
 
 /* kubeconfig_in_cluster builds the configuration a pod gets: the server from

@@ -1,6 +1,7 @@
 /* log.c - klog text format and JSON lines, with secret redaction. */
 #include "log.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,6 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "dynbuf.h"
 #include "xalloc.h"
 
 static int log_verbosity;
@@ -146,11 +148,13 @@ log_basename(const char *file)
 	return s ? s + 1 : file;
 }
 
-/* log_clean copies in to out (cap bytes) with every registered secret
- * replaced by "[redacted]" and the value cut at LOG_VALUE_MAX. Secrets are
- * matched on the whole input, before any cut, so no part of one survives. */
-static const char *
-log_clean(const char *in, char *out, size_t cap)
+/* log_redact copies in to out (cap bytes, the NUL included) with every
+ * registered secret replaced by "[redacted]", until out is full. Returns the
+ * length written and, in *ret_rest, where in stopped ("" when all of it was
+ * copied). Secrets are matched on in as given, so a copy cut short holds no
+ * part of one. The one redaction of every output path. */
+static size_t
+log_redact(const char *in, char *out, size_t cap, const char **ret_rest)
 {
 	static const char mark[] = "[redacted]";
 	size_t o = 0;
@@ -174,14 +178,60 @@ log_clean(const char *in, char *out, size_t cap)
 			out[o++] = *p++;
 	}
 	pthread_mutex_unlock(&log_secret_lock);
-	if (*p && cap > 4) {
+	out[o] = '\0';
+	*ret_rest = p;
+	return o;
+}
+
+/* log_clean is log_redact for a log value: cut at cap bytes with "...". */
+static const char *
+log_clean(const char *in, char *out, size_t cap)
+{
+	const char *rest;
+	size_t o = log_redact(in, out, cap, &rest);
+
+	if (*rest && cap > 4) {
 		/* cut: say so */
 		o = o > cap - 4 ? cap - 4 : o;
-		memcpy(out + o, "...", 3);
-		o += 3;
+		memcpy(out + o, "...", 4);
 	}
-	out[o] = '\0';
 	return out;
+}
+
+int
+log_print(int fd, const char *fmt, ...)
+{
+	struct dynbuf in;
+	const char *rest;
+	char *out;
+	size_t cap, n, off = 0;
+	va_list ap;
+	int r;
+
+	dynbuf_init(&in, LOG_PRINT_MAX);
+	va_start(ap, fmt);
+	r = dynbuf_vaddf(&in, fmt, ap);
+	va_end(ap);
+	if (r < 0) {
+		dynbuf_free(&in);
+		return -1;
+	}
+	/* a secret is at least LOG_SECRET_MIN bytes and its mark 10: the text
+	 * grows by less than 10 / LOG_SECRET_MIN */
+	cap = dynbuf_len(&in) * 3 + 1;
+	out = xmalloc(cap);
+	n = log_redact(dynbuf_ptr(&in), out, cap, &rest);
+	dynbuf_free(&in);
+	while (off < n) {
+		ssize_t w = write(fd, out + off, n - off);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			break;
+		off += (size_t)w;
+	}
+	free(out);
+	return off == n ? 0 : -1;
 }
 
 int

@@ -5,11 +5,13 @@
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 #include <wolfssl/options.h>
 #include <wolfssl/ssl.h>
 #include <yaml.h>
 
 #include "daemon.h"
+#include "doctor/cmd.h"
 #include "err.h"
 #include "http.h"
 #include "log.h"
@@ -50,7 +52,7 @@ main_build_info(void)
 static int
 main_usage_error(const char *prog, const struct errbuf *e)
 {
-	fprintf(stderr, "%s: %s\nRun '%s --help' for usage.\n", prog, e->msg, prog);
+	log_print(STDERR_FILENO, "%s: %s\nRun '%s --help' for usage.\n", prog, e->msg, prog);
 	return 2;
 }
 
@@ -73,15 +75,25 @@ main(int argc, char **argv)
 	}
 
 	if (argc > 1 && strcmp(argv[1], "metadata") == 0)
-		return md_cmd(argc - 1, argv + 1);
+		return md_cmd(argc - 1, argv + 1, &daemon_stop);
+	if (argc > 1 && strcmp(argv[1], "doctor") == 0)
+		return doctor_cmd(argc - 1, argv + 1, &daemon_stop);
 	if (argc > 1 && strcmp(argv[1], "check-kubeconfig") == 0) {
 		check = 1;
 		first = 2;
 	} else if (argc > 1 && strcmp(argv[1], "version") == 0) {
 		main_print_version(stdout);
 		return 0;
+	} else if (argc == 2 && strcmp(argv[1], "help") == 0) {
+		options_usage(stdout, prog);
+		return 0;
 	}
 	r = options_parse(&o, argc, argv, first, &e);
+	if (r == 0 && o.timeout_set && !check) {
+		/* the daemon waits for the API server however long it takes */
+		errbuf_set(&e, ERR_INVALID, "--timeout is for check-kubeconfig only");
+		r = ERR_INVALID;
+	}
 	if (r == OPTIONS_EXIT_HELP) {
 		options_usage(stdout, prog);
 		options_free(&o);
@@ -102,9 +114,14 @@ main(int argc, char **argv)
 		options_free(&o);
 		return 1;
 	}
-	if (!check)
+	if (o.validate) {
+		rc = daemon_validate(&o);
+	} else if (check) {
+		rc = daemon_check_kubeconfig(&o);
+	} else {
 		main_build_info();  /* before the daemon serves /metrics */
-	rc = check ? daemon_check_kubeconfig(&o) : daemon_run(&o);
+		rc = daemon_run(&o);
+	}
 	options_free(&o);
 	log_clear_secrets();
 	curl_global_cleanup();

@@ -10,10 +10,127 @@
 #include "cloud.h"
 #include "controllers/servicectl.h"
 #include "controllers/routectl.h"
+#include "kubeconfig.h"
 #include "log.h"
 #include "metadata/cmd.h"
 #include "metadata/metadata.h"
+#include "netaddr.h"
 #include "xalloc.h"
+
+#define OPTIONS_MAX 128
+
+/* What bootccm does with an upstream flag it does not act on. */
+enum options_compat_kind {
+	OPTIONS_NO_EFFECT,  /* accepted; logged at start when given a value in no "same" */
+	OPTIONS_REFUSED,    /* a value in no "same" exits 2 with the reason */
+};
+
+/* The upstream cloud-controller-manager's flags (Kubernetes 1.32 to 1.34:
+ * k8s.io/cloud-provider options, k8s.io/controller-manager's generic and
+ * debugging options, k8s.io/apiserver's secure serving and delegated
+ * authentication and authorization, component-base's logging and feature
+ * gates) that bootccm does not implement. same lists the values,
+ * '|'-separated, that ask for what bootccm does anyway (NULL: every value):
+ * those are honoured, and only other values are logged or refused. */
+struct options_compat {
+	const char *name;
+	enum flag_type type;
+	enum options_compat_kind kind;
+	const char *same;
+	const char *usage;  /* the reason, in --help and in the messages */
+};
+
+static const struct options_compat options_compat[] = {
+	{ "profiling", FLAG_BOOL, OPTIONS_NO_EFFECT, "false",
+	  "No effect: bootccm serves no /debug/pprof." },
+	{ "contention-profiling", FLAG_BOOL, OPTIONS_NO_EFFECT, "false",
+	  "No effect: bootccm serves no /debug/pprof." },
+	{ "kube-api-content-type", FLAG_STRING, OPTIONS_NO_EFFECT, "application/json",
+	  "No effect: bootccm sends and reads JSON, never protobuf." },
+	{ "controller-start-interval", FLAG_DURATION, OPTIONS_NO_EFFECT, "0s",
+	  "No effect: the controllers start at once." },
+	{ "use-service-account-credentials", FLAG_BOOL, OPTIONS_NO_EFFECT, "false",
+	  "No effect: every controller acts as the --kubeconfig user (static-pod/rbac.yaml grants it what they need)." },
+	{ "external-cloud-volume-plugin", FLAG_STRING, OPTIONS_NO_EFFECT, "",
+	  "No effect: volume plugins are kube-controller-manager's." },
+	{ "allow-untagged-cloud", FLAG_BOOL, OPTIONS_NO_EFFECT, "false",
+	  "No effect: deprecated upstream; no provider here reads a cluster tag." },
+	{ "cidr-allocator-type", FLAG_STRING, OPTIONS_NO_EFFECT, "RangeAllocator",
+	  "No effect: bootccm allocates no Pod CIDRs." },
+	{ "node-sync-period", FLAG_DURATION, OPTIONS_NO_EFFECT, "0s",
+	  "No effect: deprecated and without effect upstream too." },
+	{ "cert-dir", FLAG_STRING, OPTIONS_NO_EFFECT, "",
+	  "No effect: the self-signed serving certificate stays in memory." },
+	{ "http2-max-streams-per-connection", FLAG_INT, OPTIONS_NO_EFFECT, "0",
+	  "No effect: bootccm serves HTTP/1.1." },
+	{ "permit-port-sharing", FLAG_BOOL, OPTIONS_NO_EFFECT, "false",
+	  "No effect: the serving port is bound without SO_REUSEPORT." },
+	{ "permit-address-sharing", FLAG_BOOL, OPTIONS_NO_EFFECT, "true",
+	  "No effect: the serving port is always bound with SO_REUSEADDR." },
+	{ "authentication-skip-lookup", FLAG_BOOL, OPTIONS_NO_EFFECT, "true",
+	  "No effect: bootccm never reads the extension-apiserver-authentication ConfigMap." },
+	{ "authentication-tolerate-lookup-failure", FLAG_BOOL, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: nothing is looked up, so no lookup can fail." },
+	{ "client-ca-file", FLAG_STRING, OPTIONS_NO_EFFECT, "",
+	  "No effect: client certificates are not authenticated; /metrics needs a bearer token." },
+	{ "requestheader-client-ca-file", FLAG_STRING, OPTIONS_NO_EFFECT, "",
+	  "No effect: request-header authentication is not done; those headers are never trusted." },
+	{ "requestheader-allowed-names", FLAG_STRING, OPTIONS_NO_EFFECT, "",
+	  "No effect: request-header authentication is not done; those headers are never trusted." },
+	{ "requestheader-username-headers", FLAG_STRING, OPTIONS_NO_EFFECT, "|x-remote-user|X-Remote-User",
+	  "No effect: request-header authentication is not done; those headers are never trusted." },
+	{ "requestheader-group-headers", FLAG_STRING, OPTIONS_NO_EFFECT, "|x-remote-group|X-Remote-Group",
+	  "No effect: request-header authentication is not done; those headers are never trusted." },
+	{ "requestheader-extra-headers-prefix", FLAG_STRING, OPTIONS_NO_EFFECT, "|x-remote-extra-|X-Remote-Extra-",
+	  "No effect: request-header authentication is not done; those headers are never trusted." },
+	{ "requestheader-uid-headers", FLAG_STRING, OPTIONS_NO_EFFECT, "",
+	  "No effect: request-header authentication is not done; those headers are never trusted." },
+	{ "feature-gates", FLAG_STRING, OPTIONS_NO_EFFECT, "",
+	  "No effect: bootccm has no feature gates (the key=bool list is checked)." },
+	{ "vmodule", FLAG_STRING, OPTIONS_NO_EFFECT, "",
+	  "No effect: no per-file verbosity; use -v (the pattern=N list is checked)." },
+	{ "log-flush-frequency", FLAG_DURATION, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: every log line is written at once." },
+	{ "log-json-info-buffer-size", FLAG_STRING, OPTIONS_NO_EFFECT, "|0",
+	  "No effect: log lines are not buffered." },
+	{ "log-json-split-stream", FLAG_BOOL, OPTIONS_NO_EFFECT, "false",
+	  "No effect: every log line goes to standard error." },
+	{ "log-text-info-buffer-size", FLAG_STRING, OPTIONS_NO_EFFECT, "|0",
+	  "No effect: log lines are not buffered." },
+	{ "log-text-split-stream", FLAG_BOOL, OPTIONS_NO_EFFECT, "false",
+	  "No effect: every log line goes to standard error." },
+	{ "logtostderr", FLAG_BOOL, OPTIONS_NO_EFFECT, "true",
+	  "No effect: removed upstream in 1.26; bootccm always logs to standard error." },
+	{ "validation-webhook-config-file", FLAG_STRING, OPTIONS_NO_EFFECT, "",
+	  "No effect: bootccm serves no webhooks." },
+	{ "webhook-bind-address", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-secure-port", FLAG_INT, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-cert-dir", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-tls-cert-file", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-tls-private-key-file", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-ca-cert-file", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "enable-leader-migration", FLAG_BOOL, OPTIONS_REFUSED, "false",
+	  "Refused: leader migration is not supported; bootccm and an upstream cloud-controller-manager exclude each other through the Lease kube-system/cloud-controller-manager (operator guide: Migrating)." },
+	{ "leader-migration-config", FLAG_STRING, OPTIONS_REFUSED, "",
+	  "Refused: leader migration is not supported; bootccm and an upstream cloud-controller-manager exclude each other through the Lease kube-system/cloud-controller-manager (operator guide: Migrating)." },
+	{ "webhooks", FLAG_STRING, OPTIONS_REFUSED, "",
+	  "Refused: bootccm serves no webhooks; remove the flag." },
+	{ "tls-cipher-suites", FLAG_STRING, OPTIONS_REFUSED, "",
+	  "Refused: the serving cipher suites are wolfSSL's own for TLS 1.2 and 1.3 and cannot be chosen; remove the flag." },
+	{ "tls-min-version", FLAG_STRING, OPTIONS_REFUSED, "|VersionTLS12",
+	  "Refused: bootccm serves TLS 1.2 and later and cannot require more; use VersionTLS12 or remove the flag." },
+	{ "tls-sni-cert-key", FLAG_STRING, OPTIONS_REFUSED, "",
+	  "Refused: one serving certificate only; use --tls-cert-file and --tls-private-key-file." },
+};
+#define OPTIONS_COMPAT_N (sizeof(options_compat) / sizeof(options_compat[0]))
+_Static_assert(OPTIONS_COMPAT_N <= OPTIONS_COMPAT_MAX, "raise OPTIONS_COMPAT_MAX");
+_Static_assert(OPTIONS_COMPAT_MAX <= 64, "compat_ignored has 64 bits");
 
 /* The table points into the struct being parsed, so it is built per call. */
 #define O(field) ((void *)&o->field)
@@ -96,21 +213,40 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	  "File containing the default x509 private key matching --tls-cert-file.", 0 },
 	{ "authorization-always-allow-paths", FLAG_STRING, O(authorization_always_allow_paths), "/healthz,/readyz,/livez",
 	  "Comma-separated HTTP paths to skip during authorization.", 0 },
+	{ "authentication-kubeconfig", FLAG_STRING, O(authentication_kubeconfig), NULL,
+	  "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create tokenreviews.authentication.k8s.io; the --kubeconfig identity when empty.", 0 },
+	{ "authentication-token-webhook-cache-ttl", FLAG_DURATION, O(authentication_token_webhook_cache_ttl_ns), "10s",
+	  "The duration to cache responses from the webhook token authenticator.", 0 },
+	{ "authorization-kubeconfig", FLAG_STRING, O(authorization_kubeconfig), NULL,
+	  "kubeconfig file pointing at the 'core' kubernetes server with enough rights to create subjectaccessreviews.authorization.k8s.io; the --kubeconfig identity when empty.", 0 },
+	{ "authorization-webhook-cache-authorized-ttl", FLAG_DURATION, O(authorization_webhook_cache_authorized_ttl_ns), "10s",
+	  "The duration to cache 'authorized' responses from the webhook authorizer.", 0 },
+	{ "authorization-webhook-cache-unauthorized-ttl", FLAG_DURATION, O(authorization_webhook_cache_unauthorized_ttl_ns), "10s",
+	  "The duration to cache 'unauthorized' responses from the webhook authorizer.", 0 },
 	{ "v", FLAG_INT, O(verbosity), "0",
 	  "Number for the log level verbosity.", 0 },
 	{ "logging-format", FLAG_STRING, O(logging_format), "text",
 	  "Sets the log format. Permitted formats: \"json\", \"text\".", 0 },
+	{ "validate", FLAG_BOOL, O(validate), "false",
+	  "Check the flags, the kubeconfig and the cloud config, then exit (0 valid, 2 not) without starting anything or connecting anywhere.", 0 },
+	{ "timeout", FLAG_DURATION, O(timeout_ns), "10s",
+	  "check-kubeconfig only: the whole command's time limit (connect once, no retries).", 0 },
 	{ "help", FLAG_BOOL, O(help), "false", "Help for bootccm.", 0 },
 	{ "version", FLAG_BOOL, O(version), "false", "Print version information and quit.", 0 },
 	};
-	size_t n = sizeof(table) / sizeof(table[0]);
-	if (n > cap)
+	size_t n = sizeof(table) / sizeof(table[0]), i;
+	if (n + OPTIONS_COMPAT_N > cap)
 		log_fatal("options: the flag table outgrew OPTIONS_MAX", NULL);
 	memcpy(t, table, sizeof(table));
-	return n;
+	for (i = 0; i < OPTIONS_COMPAT_N; i++) {
+		const struct options_compat *c = &options_compat[i];
+		union options_compat_value *v = &o->compat[i];
+		t[n + i] = (struct flag){ c->name, c->type, NULL, NULL, c->usage, 0 };
+		t[n + i].ptr = c->type == FLAG_BOOL ? (void *)&v->b : c->type == FLAG_INT ?
+		    (void *)&v->i : c->type == FLAG_DURATION ? (void *)&v->ns : (void *)&v->s;
+	}
+	return n + OPTIONS_COMPAT_N;
 }
-
-#define OPTIONS_MAX 64
 
 /* The controllers --controllers names, in OPTIONS_CTRL_* bit order. */
 static const char *const options_ctrl_names[] = {
@@ -174,14 +310,143 @@ options_validate_service(const struct options *o, struct errbuf *e)
 	return servicectl_classes_check(o->load_balancer_classes, o->load_balancer_class_only, e);
 }
 
+/* options_pairs checks a "key=value,..." list (--feature-gates: value a
+ * boolean; --vmodule: a verbosity). Empty is fine. */
+static int
+options_pairs(const char *flag, const char *list, int verbosity, struct errbuf *e)
+{
+	const char *p = list;
+
+	if (list == NULL || *list == '\0')
+		return 0;
+	for (;;) {
+		size_t len = strcspn(p, ","), klen = strcspn(p, "=,");
+		char v[16];
+		size_t vlen = len > klen ? len - klen - 1 : 0;
+		int ok = klen > 0 && klen < len && vlen > 0 && vlen < sizeof(v);
+
+		if (ok) {
+			memcpy(v, p + klen + 1, vlen);
+			v[vlen] = '\0';
+			if (verbosity)
+				ok = strspn(v, "0123456789") == vlen;
+			else
+				ok = flags_parse_bool(v) >= 0;
+		}
+		if (!ok)
+			return errbuf_set(e, ERR_INVALID, "--%s \"%s\": \"%.*s\" is not %s", flag,
+			    list, (int)len, p, verbosity ? "pattern=N" : "key=true or key=false");
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
+	}
+}
+
+/* options_compat_why is an upstream flag's reason without its "No effect:"
+ * or "Refused:" lead. */
+static const char *
+options_compat_why(const struct options_compat *c)
+{
+	const char *w = strstr(c->usage, ": ");
+
+	return w ? w + 2 : c->usage;
+}
+
+/* options_compat_same tells whether f, an upstream flag that was given,
+ * asks for what bootccm does anyway: its value is one of c->same's. */
+static int
+options_compat_same(const struct options_compat *c, const struct flag *f)
+{
+	const char *p = c->same;
+	char alt[64];
+
+	if (p == NULL)
+		return 1;
+	for (;;) {
+		size_t len = strcspn(p, "|");
+		if (len < sizeof(alt)) {
+			memcpy(alt, p, len);
+			alt[len] = '\0';
+			if (flags_value_is(f, alt))
+				return 1;
+		}
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
+	}
+}
+
+/* options_compat_check refuses the upstream flags given with a value
+ * bootccm cannot honour and remembers the others for options_ignored. t
+ * holds the compat flags from index first on. */
+static int
+options_compat_check(struct options *o, const struct flag *t, size_t first,
+    struct errbuf *e)
+{
+	int r;
+
+	for (size_t i = 0; i < OPTIONS_COMPAT_N; i++) {
+		const struct options_compat *c = &options_compat[i];
+		const struct flag *f = &t[first + i];
+
+		if (!f->set || options_compat_same(c, f))
+			continue;
+		if (c->kind == OPTIONS_REFUSED)
+			return errbuf_set(e, ERR_INVALID, "--%s: refused: %s", c->name,
+			    options_compat_why(c));
+		o->compat_ignored |= 1ull << i;
+	}
+	for (size_t i = 0; i < OPTIONS_COMPAT_N; i++) {
+		const char *name = options_compat[i].name;
+		if (strcmp(name, "feature-gates") == 0 &&
+		    (r = options_pairs(name, o->compat[i].s, 0, e)) < 0)
+			return r;
+		if (strcmp(name, "vmodule") == 0 &&
+		    (r = options_pairs(name, o->compat[i].s, 1, e)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+const char *
+options_ignored(const struct options *o, size_t *iter, const char **ret_flag)
+{
+	for (; *iter < OPTIONS_COMPAT_N; (*iter)++) {
+		if (o->compat_ignored & (1ull << *iter)) {
+			const struct options_compat *c = &options_compat[(*iter)++];
+			*ret_flag = c->name;
+			return options_compat_why(c);
+		}
+	}
+	return NULL;
+}
+
 static int
 options_validate(const struct options *o, struct errbuf *e)
 {
 	struct md_config md;
+	struct netaddr a;
 	unsigned mask;
 	int r;
 
 	md_config_init(&md);
+	if (o->bind_address && *o->bind_address && netaddr_parse(o->bind_address, &a) < 0)
+		return errbuf_set(e, ERR_INVALID, "--bind-address \"%s\" is not an IP address",
+		    o->bind_address);
+	if (o->master && *o->master) {
+		char *url = NULL;
+		int http, dns;
+		if ((r = kubeconfig_server_parse(o->master, &url, &http, &dns, e)) < 0)
+			return errbuf_prefix(e, r, "--master");
+		free(url);
+	}
+	if (o->timeout_ns <= 0)
+		return errbuf_set(e, ERR_INVALID, "--timeout must be greater than zero");
+	if (o->authentication_token_webhook_cache_ttl_ns < 0 ||
+	    o->authorization_webhook_cache_authorized_ttl_ns < 0 ||
+	    o->authorization_webhook_cache_unauthorized_ttl_ns < 0)
+		return errbuf_set(e, ERR_INVALID, "the --authentication-* and --authorization-* "
+		    "cache TTLs must not be negative");
 	if (o->kube_api_qps <= 0)
 		return errbuf_set(e, ERR_INVALID, "--kube-api-qps must be greater than 0");
 	if (o->kube_api_burst < 1)
@@ -270,6 +535,9 @@ options_parse(struct options *o, int argc, char **argv, int first, struct errbuf
 		return OPTIONS_EXIT_HELP;
 	if (o->version)
 		return OPTIONS_EXIT_VERSION;
+	o->timeout_set = flags_find(t, n, "timeout")->set;
+	if ((r = options_compat_check(o, t, n - OPTIONS_COMPAT_N, e)) < 0)
+		return r;
 	if (o->node_name == NULL || *o->node_name == '\0') {
 		char host[256];
 		if (gethostname(host, sizeof(host)) == 0) {
@@ -292,11 +560,16 @@ options_usage(FILE *out, const char *prog)
 	n = options_table(&o, t, OPTIONS_MAX);
 	fprintf(out,
 	    "Usage: %s [flags]                  run the cloud-controller-manager\n"
+	    "       %s --validate [flags]       check the configuration, start nothing\n"
 	    "       %s check-kubeconfig [flags] connect once, print the server version and user\n"
 	    "       %s metadata [flags]         print this instance's facts (see metadata --help)\n"
-	    "       %s --version\n\n"
-	    "Flags:\n", prog, prog, prog, prog);
-	flags_usage(t, n, out);
+	    "       %s help | -h | --help | --version\n\n"
+	    "Flags:\n", prog, prog, prog, prog, prog);
+	flags_usage(t, n - OPTIONS_COMPAT_N, out);
+	fprintf(out, "\nUpstream cloud-controller-manager flags bootccm accepts without "
+	    "acting on them, or refuses\n(logged at start when given; the operator guide "
+	    "has the table):\n");
+	flags_usage(t + n - OPTIONS_COMPAT_N, OPTIONS_COMPAT_N, out);
 }
 
 void

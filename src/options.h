@@ -2,15 +2,32 @@
  * cloud-controller-manager's flag names and defaults, plus bootccm's own.
  *
  * Contract: options_parse fills a struct options from argv (defaults first),
- * validates it, and returns 0, OPTIONS_EXIT_HELP / OPTIONS_EXIT_VERSION when
- * the user asked for those, or ERR_INVALID with a message naming the flag. */
+ * validates every value it can without touching a file or the network
+ * (addresses, CIDRs, URLs, durations, combinations), and returns 0,
+ * OPTIONS_EXIT_HELP / OPTIONS_EXIT_VERSION when the user asked for those, or
+ * ERR_INVALID with a message naming the flag. Every flag of the upstream
+ * cloud-controller-manager (Kubernetes 1.32 to 1.34) is known: implemented,
+ * accepted without effect (options_ignored lists those given), or refused
+ * with the reason and what to use instead (docs/operator-guide.md has the
+ * table). */
 #ifndef BOOTCCM_OPTIONS_H
 #define BOOTCCM_OPTIONS_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 
 #include "err.h"
+
+#define OPTIONS_COMPAT_MAX 48  /* upstream flags accepted or refused, not acted on */
+
+/* The value of one of those flags (options.c's table says which member). */
+union options_compat_value {
+	int b;
+	int i;
+	int64_t ns;
+	char *s;
+};
 
 struct options {
 	/* API server connection */
@@ -66,13 +83,28 @@ struct options {
 	char *tls_cert_file;
 	char *tls_private_key_file;
 	char *authorization_always_allow_paths;
+	char *authentication_kubeconfig;    /* TokenReviews; "": --kubeconfig's */
+	char *authorization_kubeconfig;     /* SubjectAccessReviews; "": --kubeconfig's */
+	int64_t authentication_token_webhook_cache_ttl_ns;
+	int64_t authorization_webhook_cache_authorized_ttl_ns;
+	int64_t authorization_webhook_cache_unauthorized_ttl_ns;
 
 	/* logging */
 	int verbosity;
 	char *logging_format;
 
+	/* one-shot commands */
+	int64_t timeout_ns;        /* check-kubeconfig's total time limit */
+	int timeout_set;           /* --timeout was given */
+	int validate;              /* --validate: check the configuration, start nothing */
+
 	int help;
 	int version;
+
+	/* upstream flags not acted on, and which of them were given with a
+	 * value bootccm does not honour (bit i: the table's entry i) */
+	union options_compat_value compat[OPTIONS_COMPAT_MAX];
+	uint64_t compat_ignored;
 };
 
 /* --controllers bits (options_controller_enabled). */
@@ -91,6 +123,12 @@ int options_controller_enabled(const struct options *o, unsigned ctrl);
 /* options_parse parses argv[first..argc) into o. */
 int options_parse(struct options *o, int argc, char **argv, int first,
     struct errbuf *e);
+
+/* options_ignored walks the upstream flags given with a value bootccm does
+ * not act on: call it with *iter = 0 until it returns NULL; each call
+ * returns why the flag has no effect and its name in *ret_flag ("--profiling").
+ * The daemon logs each one at start. */
+const char *options_ignored(const struct options *o, size_t *iter, const char **ret_flag);
 
 /* options_usage writes the --help text. */
 void options_usage(FILE *out, const char *prog);

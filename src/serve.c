@@ -995,9 +995,17 @@ serve_release(struct serve *s)
 }
 
 int
-serve_start(const struct options *o, struct kubeconfig *kc, struct errbuf *e)
+serve_start(const struct options *o, struct kubeconfig *authn_kc,
+    struct kubeconfig *authz_kc, struct errbuf *e)
 {
 	struct serve *s = &serve_g;
+	struct authn_config ac = {
+		.authn_kc = authn_kc,
+		.authz_kc = authz_kc,
+		.token_ttl_ns = o->authentication_token_webhook_cache_ttl_ns,
+		.allow_ttl_ns = o->authorization_webhook_cache_authorized_ttl_ns,
+		.deny_ttl_ns = o->authorization_webhook_cache_unauthorized_ttl_ns,
+	};
 	sigset_t all, old;
 	char port[16];
 	int r;
@@ -1016,7 +1024,7 @@ serve_start(const struct options *o, struct kubeconfig *kc, struct errbuf *e)
 	    &s->ctx, e)) < 0)
 		goto fail;
 	s->authn = xmalloc(sizeof(*s->authn));
-	if ((r = authn_init(s->authn, kc, e)) < 0) {
+	if ((r = authn_init(s->authn, &ac, e)) < 0) {
 		free(s->authn);
 		s->authn = NULL;
 		goto fail;

@@ -56,14 +56,16 @@ int serve_add_healthz(const char *name, serve_check_fn fn, void *arg);
 int serve_add_readyz(const char *name, serve_check_fn fn, void *arg);
 
 /* serve_start reads bind_address, secure_port (0: do not serve; returns 0),
- * tls_cert_file, tls_private_key_file and authorization_always_allow_paths
- * from o, binds, and starts the serving thread, which reviews credentials
- * with kc's identity (kc is borrowed until serve_stop). Returns 0 or
+ * tls_cert_file, tls_private_key_file, authorization_always_allow_paths and
+ * the review cache TTLs from o, binds, and starts the serving thread, which
+ * sends TokenReviews with authn_kc's identity and SubjectAccessReviews with
+ * authz_kc's (both borrowed until serve_stop; they may be the same). Returns 0 or
  * ERR_INVALID (bad flag value), ERR_IO (bind, unreadable file), ERR_TOO_LARGE
  * (a file past SERVETLS_FILE_MAX), ERR_TLS (bad certificate or key) or
  * ERR_INTERNAL (no thread), with a message naming the flag or file.
  * Needs no API server: probes answer from the start. */
-int serve_start(const struct options *o, struct kubeconfig *kc, struct errbuf *e);
+int serve_start(const struct options *o, struct kubeconfig *authn_kc,
+    struct kubeconfig *authz_kc, struct errbuf *e);
 
 /* serve_stop ends the serving thread, closes every connection and the
  * listener. Safe to call when serve_start failed or did not serve. */

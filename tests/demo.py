@@ -20,8 +20,14 @@ Then a bare-metal cluster (another fake API server): bootccm
 and a LoadBalancer Service gets its address from the cloud-config's pool,
 with the kube-vip.io/loadbalancerIPs annotation kube-vip announces it by.
 
-Exits 0 when the four nodes ended initialized and the Service got its
-address, 1 otherwise."""
+`bootccm doctor` (as a user bound to the read-only ClusterRole
+bootccm-doctor) reads each cluster: it finds the deadlock before bootccm
+runs (the nodes keep the uninitialized taint and no cloud-controller-manager
+leads), reports the cluster healthy once bootccm has run, and ends the demo
+with the bare-metal cluster healthy.
+
+Exits 0 when the four nodes ended initialized, the Service got its
+address and the doctor's verdicts were those, 1 otherwise."""
 
 import argparse
 import os
@@ -209,6 +215,36 @@ def rbac(srv):
     say()
 
 
+def doctor(bootccm, srv, state, title):
+    """Runs bootccm doctor as a user bound to static-pod/rbac-doctor.yaml's
+    ClusterRole; prints what it printed; returns its exit status."""
+    if srv.get_object("clusterroles", "bootccm-doctor",
+                      group="rbac.authorization.k8s.io") is None:
+        with open(os.path.join(ROOT, "static-pod", "rbac-doctor.yaml")) as f:
+            for obj in yaml.safe_load_all(f):
+                if obj:
+                    srv.create_object(obj)
+        srv.create_object({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": "bootccm-doctor"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                        "name": "bootccm-doctor"},
+            "subjects": [{"kind": "User", "name": "oncall",
+                          "apiGroup": "rbac.authorization.k8s.io"}]})
+    kc = srv.write_kubeconfig(os.path.join(state, "oncall.conf"), user="oncall", groups=(),
+                              tls_server_name="kubernetes")
+    say("--- %s" % title)
+    # the nodes here are seconds old: --threshold=0s reports them at once
+    # (5m by default, as a node is uninitialized for a moment on every boot)
+    say("$ bootccm doctor --kubeconfig oncall.conf --threshold=0s")
+    p = subprocess.run([bootccm, "doctor", "--kubeconfig", kc, "--threshold=0s"],
+                       capture_output=True, text=True, timeout=60)
+    sys.stdout.write(p.stdout + p.stderr)
+    say("(exit status %d)" % p.returncode)
+    say()
+    return p.returncode
+
+
 def bare_metal(bootccm):
     """The static provider: nodes from an inventory, a LoadBalancer
     Service's address from a pool. Returns 0 when both came true."""
@@ -252,11 +288,16 @@ def bare_metal(bootccm):
         show_service(srv, "web", "Service default/web after bootccm ran")
         show_events(srv, "Events of the bare-metal cluster")
         ok = done()
+        healthy = doctor(bootccm, srv, state, "The bare-metal cluster, checked") == 0
     if not ok:
         say("NOT done within %.0f s: the nodes initialized and web's address" % WAIT_S)
         return 1
     say("Both bare-metal nodes initialized from the inventory, and web got its address")
     say("from the pool lan, with the annotation kube-vip announces it by.")
+    if not healthy:
+        say("NOT healthy: bootccm doctor found something")
+        return 1
+    say("bootccm doctor finds nothing wrong with the bare-metal cluster.")
     return 0 if rc in (0, -signal.SIGTERM) else 1
 
 
@@ -275,6 +316,9 @@ def main():
         register(srv, "cp-1")
         register(srv, "worker-1", kubelet_flags(args.bootccm, worker_md))
         show_nodes(srv, "Nodes as kubelet --cloud-provider=external registers them")
+        if doctor(args.bootccm, srv, state, "Before bootccm runs") != 2:
+            say("NOT found: the doctor should report the deadlock")
+            return 1
 
         kc = srv.write_kubeconfig(os.path.join(state, "cloud-controller-manager.conf"),
                                   user="system:cloud-controller-manager", groups=(),
@@ -297,6 +341,9 @@ def main():
         say("Both nodes initialized: addresses, providerID and labels set, the")
         say("uninitialized taint gone (the not-ready taints are the kubelet's to lift).")
         say()
+        if doctor(args.bootccm, srv, state, "After bootccm ran") != 0:
+            say("NOT fixed: the doctor still reports something")
+            return 1
     if rc not in (0, -signal.SIGTERM):
         return 1
     return bare_metal(args.bootccm)

@@ -11,6 +11,7 @@
 #include "err.h"
 #include "metadata.h"
 #include "metadata/metadata.h"
+#include "metadata/session.h"
 #include "xalloc.h"
 
 /* The interface's fields hold whatever the metadata layer's do. */
@@ -31,14 +32,47 @@ struct metadata_file {
 	char *cloud, *endpoint, *dmi_dir, *config_drive;
 };
 
+/* The file's values are checked where they are written (FILE:LINE:COL),
+ * as md_config_set checks the --metadata-* flags. */
+static int
+metadata_check_cloud(const char *v, struct errbuf *e)
+{
+	enum md_cloud c;
+
+	if (*v == '\0' || strcmp(v, "auto") == 0 || md_cloud_parse(v, &c) == 0)
+		return 0;
+	return errbuf_set(e, ERR_INVALID, "\"%s\": want auto, ec2, gce, azure, openstack, "
+	    "digitalocean or hetzner", v);
+}
+
+static int
+metadata_check_endpoint(const char *v, struct errbuf *e)
+{
+	char host[256], port[8];
+
+	if (*v == '\0')
+		return 0;
+	if (strlen(v) >= MD_URL_MAX - 64)
+		return errbuf_set(e, ERR_INVALID, "longer than %d bytes", MD_URL_MAX - 65);
+	return md_session_parse_url(v, host, sizeof(host), port, sizeof(port), e);
+}
+
+static int
+metadata_check_path(const char *v, struct errbuf *e)
+{
+	if (strlen(v) >= MD_URL_MAX - 64)
+		return errbuf_set(e, ERR_INVALID, "longer than %d bytes", MD_URL_MAX - 65);
+	return 0;
+}
+
 static const struct cloudconfig_key metadata_section_schema[] = {
-	{ .key = "cloud", .type = CLOUDCONFIG_STRING,
+	{ .key = "cloud", .type = CLOUDCONFIG_STRING, .check = metadata_check_cloud,
 	  .offset = offsetof(struct metadata_file, cloud) },
-	{ .key = "endpoint", .type = CLOUDCONFIG_STRING,
+	{ .key = "endpoint", .type = CLOUDCONFIG_STRING, .check = metadata_check_endpoint,
 	  .offset = offsetof(struct metadata_file, endpoint) },
-	{ .key = "dmiDir", .type = CLOUDCONFIG_STRING,
+	{ .key = "dmiDir", .type = CLOUDCONFIG_STRING, .check = metadata_check_path,
 	  .offset = offsetof(struct metadata_file, dmi_dir) },
-	{ .key = "configDrive", .type = CLOUDCONFIG_STRING,
+	{ .key = "configDrive", .type = CLOUDCONFIG_STRING, .check = metadata_check_path,
 	  .offset = offsetof(struct metadata_file, config_drive) },
 	{ .key = NULL },
 };

@@ -2,10 +2,14 @@
  * [--metadata-* flags]`: one fetch, printed whole or not at all. */
 #include "metadata/cmd.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "clock.h"
+#include "duration.h"
 #include "flags.h"
 #include "http.h"
 #include "log.h"
@@ -18,6 +22,7 @@
 struct md_cmd_opts {
 	char *format;
 	int detect;
+	int64_t timeout_ns;
 	int help;
 	char *cloud;
 	char *endpoint;
@@ -34,6 +39,9 @@ md_cmd_table(struct md_cmd_opts *o, struct flag *t, size_t cap)
 		  "(--provider-id, --node-ip, --node-labels).", 0 },
 		{ "detect", FLAG_BOOL, &o->detect, "false",
 		  "Only print the cloud detected from DMI data; no network.", 0 },
+		{ "timeout", FLAG_DURATION, &o->timeout_ns, MD_CMD_TIMEOUT,
+		  "The whole command's time limit: a request still running then ends, and "
+		  "nothing is retried after it.", 0 },
 		MD_FLAGS(&o->cloud, &o->endpoint, &o->dmi_dir, &o->config_drive),
 		{ "help", FLAG_BOOL, &o->help, "false", "Help for bootccm metadata.", 0 },
 	};
@@ -53,7 +61,8 @@ md_cmd_usage(FILE *out, const struct flag *t, size_t n)
 	    "Print the local instance's facts from the cloud's instance metadata service:\n"
 	    "providerID, instance type, zone, region and addresses.\n"
 	    "Exit status: 0 printed, 2 usage error, 3 no metadata service found,\n"
-	    "4 a metadata service was found but failed.\n\n"
+	    "4 a metadata service was found but failed (or did not answer within --timeout),\n"
+	    "1 standard output could not be written.\n\n"
 	    "Flags:\n");
 	flags_usage(t, n, out);
 }
@@ -67,19 +76,67 @@ md_cmd_warn_labels(const struct md_instance *in)
 	md_format_labels(in, l);
 	for (size_t i = 0; i < MD_LABELS; i++) {
 		if (l[i].status == MD_LABEL_SANITIZED)
-			fprintf(stderr, MD_CMD_PROG ": warning: \"%s\" is not a valid label value; "
-			    "%s=%s instead\n", l[i].raw, l[i].key, l[i].value);
+			log_print(STDERR_FILENO, MD_CMD_PROG ": warning: \"%s\" is not a valid "
+			    "label value; %s=%s instead\n", l[i].raw, l[i].key, l[i].value);
 		else if (l[i].status == MD_LABEL_OMITTED)
-			fprintf(stderr, MD_CMD_PROG ": warning: \"%s\" is not a valid label value; "
-			    "no %s label\n", l[i].raw, l[i].key);
+			log_print(STDERR_FILENO, MD_CMD_PROG ": warning: \"%s\" is not a valid "
+			    "label value; no %s label\n", l[i].raw, l[i].key);
 	}
 	if (in->addresses_dropped)
-		fprintf(stderr, MD_CMD_PROG ": warning: %zu more addresses than the %d kept\n",
-		    in->addresses_dropped, MD_ADDRS_MAX);
+		log_print(STDERR_FILENO, MD_CMD_PROG ": warning: %zu more addresses than the "
+		    "%d kept\n", in->addresses_dropped, MD_ADDRS_MAX);
+}
+
+/* The --timeout of one run: at it the process's stop is requested, which
+ * ends the pauses between retries at once (http_set_deadline ends the
+ * request in flight), unless a signal requested the stop first. */
+struct md_cmd_deadline {
+	struct stop *stop;
+	int64_t at_ns;
+	int expired;
+};
+
+static void *
+md_cmd_deadline_thread(void *arg)
+{
+	struct md_cmd_deadline *d = arg;
+
+	if (!stop_sleep_until(d->stop, d->at_ns)) {
+		__atomic_store_n(&d->expired, 1, __ATOMIC_RELEASE);
+		stop_request(d->stop);
+	}
+	return NULL;
+}
+
+/* md_cmd_fetch is md_fetch within o->timeout_ns: 0, or the error with a
+ * message that names the time limit when it ran out. */
+static int
+md_cmd_fetch(struct md_config *cfg, const struct md_cmd_opts *o, struct stop *stop,
+    struct md_instance *in, struct errbuf *e)
+{
+	struct md_cmd_deadline d = { stop, clock_mono_ns() + o->timeout_ns, 0 };
+	pthread_t t;
+	char limit[32];
+	int r, watching;
+
+	cfg->stop = stop;
+	http_set_deadline(d.at_ns);
+	watching = pthread_create(&t, NULL, md_cmd_deadline_thread, &d) == 0;
+	r = md_fetch(cfg, in, e);
+	if (watching) {
+		stop_request(stop);  /* the command is over: so is the wait */
+		pthread_join(t, NULL);
+	}
+	if (r < 0 && (__atomic_load_n(&d.expired, __ATOMIC_ACQUIRE) ||
+	    clock_mono_ns() >= d.at_ns)) {
+		duration_format(o->timeout_ns, limit, sizeof(limit));
+		errbuf_prefix(e, r, "no answer within --timeout %s", limit);
+	}
+	return r;
 }
 
 int
-md_cmd(int argc, char **argv)
+md_cmd(int argc, char **argv, struct stop *stop)
 {
 	struct md_cmd_opts o;
 	struct flag t[16];
@@ -102,6 +159,10 @@ md_cmd(int argc, char **argv)
 		rc = MD_CMD_EXIT_OK;
 		goto out;
 	}
+	if (o.timeout_ns <= 0) {
+		errbuf_set(&e, ERR_INVALID, "--timeout must be greater than zero");
+		goto usage;
+	}
 	if (md_format_parse(o.format, &fmt) < 0) {
 		errbuf_set(&e, ERR_INVALID, "--format \"%s\": want json, env or kubelet-flags",
 		    o.format);
@@ -112,40 +173,42 @@ md_cmd(int argc, char **argv)
 		goto usage;
 	if (o.detect) {
 		if ((r = md_detect(&cfg, &cloud, &e)) < 0) {
-			fprintf(stderr, MD_CMD_PROG ": %s\n", e.msg);
+			log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n", e.msg);
 			rc = MD_CMD_EXIT_NOT_FOUND;
 			goto out;
 		}
-		printf("%s\n", md_cloud_name(cloud));
-		rc = fflush(stdout) == 0 ? MD_CMD_EXIT_OK : MD_CMD_EXIT_OUTPUT;
+		rc = log_print(STDOUT_FILENO, "%s\n", md_cloud_name(cloud)) == 0 ?
+		    MD_CMD_EXIT_OK : MD_CMD_EXIT_OUTPUT;
 		goto out;
 	}
 	if (http_global_init(&e) < 0) {
-		fprintf(stderr, MD_CMD_PROG ": %s\n", e.msg);
+		log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n", e.msg);
 		rc = MD_CMD_EXIT_FAILED;
 		goto out;
 	}
-	if ((r = md_fetch(&cfg, &in, &e)) < 0) {
-		fprintf(stderr, MD_CMD_PROG ": %s\n", e.msg);
+	if ((r = md_cmd_fetch(&cfg, &o, stop, &in, &e)) < 0) {
+		log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n", e.msg);
 		rc = r == ERR_NOT_FOUND ? MD_CMD_EXIT_NOT_FOUND : MD_CMD_EXIT_FAILED;
 		goto out;
 	}
 	out = xmalloc(MD_FORMAT_OUT_MAX);
 	if ((r = md_format_write(&in, fmt, out, MD_FORMAT_OUT_MAX, &e)) < 0) {
-		fprintf(stderr, MD_CMD_PROG ": %s\n", e.msg);
+		log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n", e.msg);
 		rc = MD_CMD_EXIT_FAILED;
 		goto out;
 	}
 	md_cmd_warn_labels(&in);
-	if (fwrite(out, 1, (size_t)r, stdout) != (size_t)r || fflush(stdout) != 0) {
-		fprintf(stderr, MD_CMD_PROG ": cannot write the output\n");
+	/* the facts whole or nothing, through the same redaction as the logs */
+	if (log_print(STDOUT_FILENO, "%.*s", r, out) < 0) {
+		log_print(STDERR_FILENO, MD_CMD_PROG ": cannot write the output\n");
 		rc = MD_CMD_EXIT_OUTPUT;
 		goto out;
 	}
 	rc = MD_CMD_EXIT_OK;
 	goto out;
 usage:
-	fprintf(stderr, MD_CMD_PROG ": %s\nRun '" MD_CMD_PROG " --help' for usage.\n", e.msg);
+	log_print(STDERR_FILENO, MD_CMD_PROG ": %s\nRun '" MD_CMD_PROG " --help' for usage.\n",
+	    e.msg);
 	rc = MD_CMD_EXIT_USAGE;
 out:
 	free(out);

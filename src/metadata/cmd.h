@@ -2,17 +2,24 @@
  * --metadata-* flags it shares with the daemon.
  *
  * Contract: md_cmd returns the process exit status: 0 printed, 2 usage
- * error, 3 no metadata service found, 4 a service was found but failed, 1
- * standard output could not be written. Errors and warnings go to stderr,
- * the facts to stdout, and nothing is printed on failure. */
+ * error, 3 no metadata service found, 4 a service was found but failed (or
+ * did not answer within --timeout, MD_CMD_TIMEOUT by default: the whole
+ * command's time limit), 1 standard output could not be written. Errors and
+ * warnings go to stderr, the facts to stdout, both through the logger's
+ * redaction (an answer may echo the session token), and nothing is printed
+ * on stdout on failure. */
 #ifndef BOOTCCM_MD_CMD_H
 #define BOOTCCM_MD_CMD_H
+
+#include "stop.h"
 
 #define MD_CMD_EXIT_OK 0
 #define MD_CMD_EXIT_OUTPUT 1
 #define MD_CMD_EXIT_USAGE 2
 #define MD_CMD_EXIT_NOT_FOUND 3
 #define MD_CMD_EXIT_FAILED 4
+
+#define MD_CMD_TIMEOUT "10s"  /* --timeout's default */
 
 /* MD_FLAGS expands to the struct flag entries (flags.h) of the metadata
  * flags, pointing at four char * fields; the daemon's table and md_cmd's
@@ -30,7 +37,9 @@
 	  "Directory where an OpenStack config drive (label config-2) is mounted; read " \
 	  "before the metadata service.", 0 }
 
-/* md_cmd runs `bootccm metadata`; argv[0] is "metadata". */
-int md_cmd(int argc, char **argv);
+/* md_cmd runs `bootccm metadata`; argv[0] is "metadata". stop is the
+ * process's (SIGTERM and SIGINT request it): it ends the fetch's retries,
+ * and md_cmd requests it itself at --timeout and when done. */
+int md_cmd(int argc, char **argv, struct stop *stop);
 
 #endif

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "metadata/build.h"
 
 #define MD_EC2_MD "/latest/meta-data/"
@@ -51,6 +52,8 @@ md_ec2_token(struct md_ec2 *x, struct errbuf *e)
 	if ((r = md_build_set(&a, "the session token", x->token, sizeof(x->token), v, len,
 	    MD_V_WORD | MD_V_REQUIRED, e)) < 0)
 		goto out;
+	/* a service may echo it: no output path prints it */
+	log_add_secret(x->token);
 	x->have_token = 1;
 out:
 	explicit_bzero(a.body, a.len);

@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 import apiserver  # noqa: E402
 
 __all__ = ["ROOT", "bootccm_path", "driver_path", "free_port", "https_get", "wait_until",
-           "run", "Daemon", "rbac_objects", "load_rbac", "metrics_reader",
+           "logged_all", "run", "Daemon", "rbac_objects", "load_rbac", "metrics_reader",
            # fixtures
            "bootccm", "tmp", "api", "daemon"]
 
@@ -147,6 +147,18 @@ def wait_until(pred, timeout=10.0, what="condition", interval=0.05):
             return v
         time.sleep(interval)
     raise AssertionError("timed out after %ss waiting for %s" % (timeout, what))
+
+
+def logged_all(api, timeout=10.0):
+    """Wait until the fake API server has no connection open, and so has
+    logged every request it answered: it logs a request after sending the
+    answer, so a client can have its answer (and a test see the client's
+    effect) before the entry is in the log. For after the clients have
+    exited (a driver, a one-shot command), when none had a watch open: the
+    fake notices a watcher gone only at its next write; returns api."""
+    wait_until(lambda: not api._conns, timeout=timeout,
+               what="the fake API server to finish its connections")
+    return api
 
 
 def run(args, timeout=30, env=None):

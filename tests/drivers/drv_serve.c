@@ -75,6 +75,19 @@ drv_leader_election(void *arg, struct errbuf *e)
 	return 0;
 }
 
+/* drv_error prints the error event: {"event":"error","code":...,"err":...}. */
+static void
+drv_error(int r, const char *msg)
+{
+	json_object *err = json_object_new_object();
+
+	json_object_object_add(err, "event", json_object_new_string("error"));
+	json_object_object_add(err, "code", json_object_new_string(err_str(r)));
+	json_object_object_add(err, "err", json_object_new_string(msg));
+	printf("%s\n", json_object_to_json_string_ext(err, JSON_C_TO_STRING_PLAIN));
+	json_object_put(err);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -110,8 +123,11 @@ main(int argc, char **argv)
 		return 1;
 	}
 
+	/* a flag serve_start would refuse is refused here now (an address
+	 * that does not parse): the same error event either way */
 	if ((r = options_parse(&o, argc, argv, first, &e)) != 0) {
-		fprintf(stderr, "drv_serve: %s\n", e.msg);
+		drv_error(r, e.msg);
+		options_free(&o);
 		return 2;
 	}
 	log_init(o.verbosity, LOG_TEXT, 2);
@@ -128,13 +144,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "drv_serve: cannot register the checks\n");
 		return 1;
 	}
-	if ((r = serve_start(&o, &kc, &e)) < 0) {
-		json_object *err = json_object_new_object();
-		json_object_object_add(err, "event", json_object_new_string("error"));
-		json_object_object_add(err, "code", json_object_new_string(err_str(r)));
-		json_object_object_add(err, "err", json_object_new_string(e.msg));
-		printf("%s\n", json_object_to_json_string_ext(err, JSON_C_TO_STRING_PLAIN));
-		json_object_put(err);
+	if ((r = serve_start(&o, &kc, &kc, &e)) < 0) {
+		drv_error(r, e.msg);
 		kubeconfig_free(&kc);
 		options_free(&o);
 		return 1;

@@ -315,7 +315,10 @@ def check_init(root, env, args, srv, pod, serve_port, md):
         assert labels.get(ga) == want and labels.get(beta) == want, labels
     assert node["spec"]["taints"] == OTHER_TAINTS
 
-    # Two writes did it: the addresses, then labels, providerID and the taint.
+    # Two writes did it: the addresses, then labels, providerID and the taint
+    # (the fake logs the second once it has answered it, after storing it).
+    srv.wait_for_request(lambda e: e.get("resource") == "nodes" and e.get("name") == NODE
+                         and not e.get("subresource") and e["code"] == 200, since=seq)
     writes = [e for e in srv.writes(since=seq)
               if e["user"] == CCM_USER and e.get("resource") == "nodes" and e.get("name") == NODE]
     done = [e for e in writes if e["code"] == 200]

@@ -8,7 +8,7 @@ import socket
 import pytest
 
 import apiserver
-from conftest import run
+from conftest import logged_all, run, wait_until
 
 
 def check(kubeconfig, *extra):
@@ -60,7 +60,8 @@ def test_bearer_token(api, tmp):
     r = check(kc)
     assert r.returncode == 0, r.stderr
     assert "user: token-user\n" in r.stdout
-    entries = [e for e in api.request_log() if e["path"].endswith("selfsubjectreviews")]
+    entries = [e for e in logged_all(api).request_log()
+               if e["path"].endswith("selfsubjectreviews")]
     assert entries and entries[-1]["user"] == "token-user"
 
 
@@ -178,6 +179,10 @@ def test_daemon_survives_aborts_and_connects(api, tmp, daemon):
     d = daemon(["--kubeconfig", kc, "--secure-port=0"])
     d.wait_for("API server answered", timeout=15)
     assert d.alive()
+    # each cut request is logged by its own connection's thread, which the
+    # daemon's next attempt does not wait for
+    wait_until(lambda: len([e for e in api.request_log() if e.get("aborted")]) >= 5,
+               what="the five cut requests in the log")
     aborted = [e for e in api.request_log() if e.get("aborted")]
     assert len(aborted) == 5
 

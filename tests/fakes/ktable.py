@@ -134,6 +134,22 @@ def _secret_row(o):
             _age(o["metadata"].get("creationTimestamp"))]
 
 
+def _csr_row(o):
+    """The CertificateSigningRequest printer: its condition is the types of
+    its conditions (Approved, Denied, Failed) and Issued once signed, or
+    Pending."""
+    spec, st = o.get("spec") or {}, o.get("status") or {}
+    conds = [c.get("type", "") for c in st.get("conditions") or []
+             if c.get("type") in ("Approved", "Denied", "Failed")]
+    if st.get("certificate"):
+        conds.append("Issued")
+    secs = spec.get("expirationSeconds")
+    return [o["metadata"]["name"], _age(o["metadata"].get("creationTimestamp")),
+            spec.get("signerName", ""), spec.get("username", ""),
+            human_duration(secs) if secs else "<none>",
+            ",".join(conds) if conds else "Pending"]
+
+
 def _default_row(o):
     return [o["metadata"]["name"], _age(o["metadata"].get("creationTimestamp"))]
 
@@ -153,6 +169,9 @@ PRINTERS = {
                                   _col("Object"), _col("Message")], _event_row),
     ("coordination.k8s.io", "Lease"): ([_col("Name", fmt="name"), _col("Holder"),
                                         _col("Age")], _lease_row),
+    ("certificates.k8s.io", "CertificateSigningRequest"): (
+        [_col("Name", fmt="name"), _col("Age"), _col("SignerName"), _col("Requestor"),
+         _col("RequestedDuration"), _col("Condition")], _csr_row),
     ("", "Namespace"): ([_col("Name", fmt="name"), _col("Status"), _col("Age")],
                         _ns_row),
     ("", "ConfigMap"): ([_col("Name", fmt="name"), _col("Data", "integer"),

@@ -2,6 +2,7 @@
 strategies (pkg/apis/core/validation, apimachinery validation): same checks,
 same field paths, same messages, for what a cloud controller runs into."""
 
+import base64
 import ipaddress
 import re
 
@@ -532,6 +533,30 @@ def validate_secret(s, old):
     return errs
 
 
+def validate_csr(csr, old):
+    """certificates.k8s.io/v1 on create: a signer, usages, and a request
+    that is one PEM CERTIFICATE REQUEST block (its signature is the
+    approver's business, as on the real server)."""
+    errs = validate_meta("CertificateSigningRequest", csr.get("metadata", {}), False)
+    if old is not None:
+        return errs + validate_meta_update(csr.get("metadata", {}), old.get("metadata", {}))
+    spec = csr.get("spec") or {}
+    if not spec.get("signerName"):
+        errs.append(f_required("spec.signerName", ""))
+    if not spec.get("usages"):
+        errs.append(f_required("spec.usages", ""))
+    try:
+        pem = base64.b64decode(spec.get("request") or "", validate=True).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        pem = ""
+    body = pem.strip().splitlines()
+    if not body or body[0] != "-----BEGIN CERTIFICATE REQUEST-----" or \
+            body[-1] != "-----END CERTIFICATE REQUEST-----":
+        errs.append(f_invalid("spec.request", "[]byte{...}",
+                              "PEM block type must be CERTIFICATE REQUEST"))
+    return errs
+
+
 def validate(res, obj, old, sub):
     """Field errors for obj (old: the stored object on update, else None)."""
     k = res.kind
@@ -547,6 +572,8 @@ def validate(res, obj, old, sub):
         return validate_event_v1(obj, old)
     if k == "Secret":
         return validate_secret(obj, old)
+    if res.group == "certificates.k8s.io":
+        return validate_csr(obj, old)
     errs = validate_meta(k, obj.get("metadata", {}), res.namespaced)
     if old is not None:
         errs += validate_meta_update(obj.get("metadata", {}), old.get("metadata", {}))

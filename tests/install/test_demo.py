@@ -1,7 +1,9 @@
 """tests/demo.py (make demo): it runs to the end and both nodes end
 initialized, each from its own source, with the Events to show it; then, on
 bare metal, two nodes are initialized from the static provider's inventory
-and a LoadBalancer Service gets its address from its pool."""
+and a LoadBalancer Service gets its address from its pool; bootccm doctor
+finds the deadlock before bootccm runs, and then nothing, and the demo ends
+with it."""
 
 import os
 import re
@@ -77,3 +79,17 @@ def test_demo_gives_a_loadbalancer_service_an_address_from_a_static_pool(demo):
     assert re.search(r"Normal +EnsuredLoadBalancer +web +Ensured load balancer", events)
     assert '"Initialized node" node="metal-2" source="inventory"' in out
     assert "web got its address" in out
+
+
+def test_demo_finds_the_deadlock_then_ends_with_a_healthy_doctor(demo):
+    out = demo.stdout
+    before = section(out, "Before bootccm runs")
+    assert "DEADLOCK uninitialized-no-ccm" in before, before
+    assert "objects: node/cp-1, node/worker-1, lease/kube-system/cloud-controller-manager" \
+        in before, before
+    assert "(exit status 2)" in before
+    after = section(out, "After bootccm ran")
+    assert "doctor: healthy: 0 deadlocks, 0 warnings" in after and "(exit status 0)" in after
+    last = section(out, "The bare-metal cluster, checked")
+    assert "doctor: healthy" in last and "(exit status 0)" in last
+    assert out.rstrip().endswith("bootccm doctor finds nothing wrong with the bare-metal cluster.")

@@ -22,7 +22,7 @@ BINARY = "usr/local/bin/bootccm"
 # PATH of only these.
 SCRIPT_TOOLS = ("sh", "dirname", "basename", "pwd", "mktemp", "rm", "cat", "awk", "tr",
                 "stat", "cmp", "cp", "chmod", "mv", "mkdir", "base64", "openssl", "grep",
-                "date", "sleep")
+                "date", "sleep", "rmdir")
 
 
 def install(root, *args, check=True, env=None):
@@ -163,6 +163,7 @@ TWO_PROVIDERS = """#!/bin/sh
 printf '%s\\n' "$*" >>"$0.log"
 case $1 in
 --version) echo "bootccm v9.9.9"; exit 0 ;;
+--validate) exit 0 ;;
 check-kubeconfig) ;;
 *) exit 1 ;;
 esac
@@ -229,10 +230,12 @@ def test_hostbinary_needs_the_binary(root):
 
 def test_cloud_config_is_installed_0600(root, bootccm_binary, tmp_path):
     cc = tmp_path / "cc.yaml"
-    cc.write_text("token: secret\n")
+    # settings of the metadata provider (an API-backed provider's would hold
+    # a token): bootccm --validate checks the file against the provider
+    cc.write_text("metadata:\n  endpoint: http://169.254.169.254\n")
     cc.chmod(0o644)
     install_ok(root, bootccm_binary, "--cloud-config", cc)
-    assert (root / CLOUD_CONFIG).read_text() == "token: secret\n"
+    assert (root / CLOUD_CONFIG).read_text() == "metadata:\n  endpoint: http://169.254.169.254\n"
     assert mode(root / CLOUD_CONFIG) == 0o600
     proc = install_ok(root, bootccm_binary, "--cloud-config", cc)
     assert "nothing changed" in proc.stdout
@@ -241,9 +244,9 @@ def test_cloud_config_is_installed_0600(root, bootccm_binary, tmp_path):
 def test_existing_cloud_config_is_kept(root, bootccm_binary):
     p = root / CLOUD_CONFIG
     p.parent.mkdir(parents=True)
-    p.write_text("inventory: /etc/x\n")
+    p.write_text("metadata: {cloud: openstack}\n")
     install_ok(root, bootccm_binary)
-    assert p.read_text() == "inventory: /etc/x\n"
+    assert p.read_text() == "metadata: {cloud: openstack}\n"
 
 
 def test_bind_port_and_replacing_a_kubeconfig_that_no_longer_fits(root, bootccm_binary):
@@ -367,7 +370,10 @@ def test_cloud_provider_is_checked_by_the_binary(root, two_providers):
     assert proc.returncode == 1
     assert ('--cloud-provider "nope": unknown provider; known: hcloud, metadata (asked %s)'
             % two_providers) in proc.stderr
-    assert log.read_text().splitlines()[0].startswith("check-kubeconfig --cloud-provider=nope ")
+    # asked who it is, then whether it has the provider
+    calls = log.read_text().splitlines()
+    assert calls[0] == "--version"
+    assert calls[1].startswith("check-kubeconfig --cloud-provider=nope ")
     assert not (root / MANIFEST).exists() and not (root / KUBECONFIG).exists()
     install(root, "--binary", two_providers, "--no-wait", "--cloud-provider", "hcloud")
     assert "- --cloud-provider=hcloud\n" in (root / MANIFEST).read_text()
@@ -489,3 +495,110 @@ def test_install_script_passes_shellcheck():
     run([shellcheck, INSTALL])
     dash = require_tool("dash", "dash")
     run([dash, "-n", INSTALL])
+
+
+# --- what bootccm itself checks, before anything changes ---------------------------
+
+def test_a_binary_that_is_not_bootccm_is_refused(root, tmp_path):
+    before = snapshot(root)
+    proc = install(root, "--binary", "/etc/passwd", "--no-wait", check=False)
+    assert proc.returncode == 1 and "/etc/passwd is not executable" in proc.stderr
+    other = tmp_path / "other"
+    other.write_text("#!/bin/sh\necho hello\n")
+    other.chmod(0o755)
+    proc = install(root, "--binary", other, "--no-wait", check=False)
+    assert proc.returncode == 1 and f"{other} is not a bootccm binary" in proc.stderr
+    assert snapshot(root) == before
+
+
+@pytest.mark.parametrize("what", ["extra-arg", "cloud-config"])
+def test_the_command_line_is_checked_by_bootccm_before_anything_changes(root, bootccm_binary,
+                                                                       tmp_path, what):
+    if what == "extra-arg":
+        args = ["--extra-arg", "--bogus-flag=1"]
+        want = "--bogus-flag"
+    else:
+        cc = tmp_path / "cc.yaml"
+        cc.write_text("broken: [\n")
+        args = ["--cloud-config", cc]
+        want = str(cc)
+    before = snapshot(root)
+    for dry in ([], ["--dry-run"]):
+        proc = install(root, "--binary", bootccm_binary.path, "--no-wait", *dry, *args,
+                       check=False)
+        assert proc.returncode == 1, proc.stdout
+        assert "bootccm refuses the command line the manifest would run" in proc.stderr
+        assert want in proc.stderr, proc.stderr
+        assert "done:" not in proc.stdout and "would be made" not in proc.stdout
+    assert snapshot(root) == before
+
+
+def test_a_valid_extra_arg_passes_the_check(root, bootccm_binary):
+    proc = install_ok(root, bootccm_binary, "--extra-arg", "--cluster-cidr=10.244.0.0/16")
+    assert "done: 6 change(s)" in proc.stdout
+    assert '- "--cluster-cidr=10.244.0.0/16"' in (root / MANIFEST).read_text()
+
+
+def test_dry_run_without_kubeadm_says_what_it_would_do(tmp_path, bootccm_binary):
+    r = tmp_path / "r"
+    r.mkdir()
+    proc = install(r, "--dry-run", "--binary", bootccm_binary.path, "--no-wait",
+                   env=minimal_path(tmp_path))
+    assert "kubeadm is not installed: it is needed to create the cluster CA" in proc.stderr
+    assert "would create the cluster CA: kubeadm init phase certs ca" in proc.stdout
+    # the CA, the kubeconfig, two directories, the cloud config, binary, manifest
+    assert "dry run: 7 change(s) would be made" in proc.stdout
+    assert list(r.iterdir()) == []
+
+
+# --- --uninstall ---------------------------------------------------------------------
+
+def test_uninstall_removes_what_the_install_made(root, bootccm_binary):
+    ca = snapshot(root)
+    install_ok(root, bootccm_binary)
+    install_ok(root, bootccm_binary, "--bind-port", "7443")   # leaves a .old kubeconfig
+    installed = snapshot(root)
+    proc = install(root, "--uninstall", "--dry-run", "--no-wait")
+    assert snapshot(root) == installed
+    assert f"would remove static pod manifest ({root}/{MANIFEST})" in proc.stdout
+    assert "dry run: 6 change(s) would be made" in proc.stdout
+    proc = install(root, "--uninstall", "--no-wait")
+    out = proc.stdout
+    assert out.index("remove static pod manifest") < out.index("remove kubeconfig")
+    for p in (MANIFEST, KUBECONFIG, KUBECONFIG + ".old", CLOUD_CONFIG, BINARY):
+        assert not (root / p).exists(), p
+    assert not (root / "etc/kubernetes/bootccm").exists()
+    assert "RBAC not removed (--no-wait" in out and "delete --ignore-not-found -f" in out
+    assert "done: 6 change(s)" in out
+    # what is left is what was there before the install (and empty directories)
+    left = {k: v for k, v in snapshot(root).items() if v[1] is not None}
+    assert left == {k: v for k, v in ca.items() if v[1] is not None}
+    proc = install(root, "--uninstall", "--no-wait")
+    assert "nothing to remove" in proc.stdout
+
+
+def test_uninstall_removes_the_rbac_once_the_api_server_answers(root, bootccm_binary, tmp_path):
+    install_ok(root, bootccm_binary)
+    admin = root / "etc/kubernetes/admin.conf"
+    admin.write_text("apiVersion: v1\nkind: Config\n")
+    log = tmp_path / "kubectl.log"
+    env = minimal_path(tmp_path, {"kubectl": fake_kubectl(log, True)})
+    install(root, "--uninstall", env=env)
+    calls = log.read_text().splitlines()
+    assert calls[-1] == (f"--kubeconfig {admin} delete --ignore-not-found -f "
+                         f"{STATIC_POD / 'rbac.yaml'}")
+    log.unlink()
+    env = minimal_path(tmp_path, {"kubectl": fake_kubectl(log, False)})
+    proc = install(root, "--uninstall", env=env)
+    assert "the API server does not answer" in proc.stdout
+    assert "delete" not in log.read_text()
+
+
+def test_uninstall_keeps_a_binary_that_is_not_bootccm(root):
+    b = root / BINARY
+    b.parent.mkdir(parents=True)
+    b.write_text("#!/bin/sh\necho something else\n")
+    b.chmod(0o755)
+    proc = install(root, "--uninstall", "--no-wait")
+    assert f"kept: {b} is not a bootccm binary" in proc.stdout
+    assert b.exists()

@@ -13,7 +13,8 @@ MANIFESTS = sorted(STATIC_POD.glob("*.yaml"))
 STATIC_PODS = [STATIC_POD / "bootccm.yaml", STATIC_POD / "bootccm-hostbinary.yaml"]
 
 KUBECONFIG = "/etc/kubernetes/cloud-controller-manager.conf"
-CLOUD_CONFIG = "/etc/kubernetes/bootccm/cloud-config.yaml"
+CLOUD_DIR = "/etc/kubernetes/bootccm"
+CLOUD_CONFIG = CLOUD_DIR + "/cloud-config.yaml"
 DMI_DIR = "/sys/class/dmi/id"
 BINARY = "/usr/local/bin/bootccm"
 
@@ -175,11 +176,13 @@ def test_static_pod_host_paths(path):
     assert all(m.get("readOnly") is True for m in mounts.values())
     by_host = {hp["path"]: (hp["type"], mounts[name]["mountPath"]) for name, hp in volumes.items()}
     assert by_host[KUBECONFIG] == ("File", KUBECONFIG)
-    assert by_host[CLOUD_CONFIG] == ("File", CLOUD_CONFIG)
+    # the directory, so an inventory or token file beside the cloud config
+    # is in the pod, and a rename over one is seen
+    assert by_host[CLOUD_DIR] == ("Directory", CLOUD_DIR)
     dmi_type, dmi_mount = by_host[DMI_DIR]
     assert dmi_type == "Directory"
     assert f"--metadata-dmi-dir={dmi_mount}" in flags(c)
-    expected = {KUBECONFIG, CLOUD_CONFIG, DMI_DIR}
+    expected = {KUBECONFIG, CLOUD_DIR, DMI_DIR}
     if path.name == "bootccm-hostbinary.yaml":
         assert by_host[BINARY] == ("File", BINARY)
         expected.add(BINARY)

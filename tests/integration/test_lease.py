@@ -131,14 +131,24 @@ def replicas(api, tmp):
         assert rc == 0, "%s exited %s:\n%s" % (r.name, rc, err)
 
 
-def lease_writes(api, since=0):
-    """Successful Lease writes: (entry, spec) oldest first."""
-    out = []
-    for e in api.request_log(since):
-        if e.get("resource") == "leases" and e["verb"] in ("create", "update") \
-                and 200 <= e["code"] < 300:
-            out.append((e, e["body"]["spec"]))
-    return out
+def lease_writes(api, since=0, until=None, timeout=5.0):
+    """Successful Lease writes: (entry, spec) oldest first. The fake logs a
+    request once it has answered it, so a replica can report what a write did
+    before the write is in the log: with until, wait (up to timeout) for the
+    list to satisfy it."""
+    end = time.time() + timeout
+    while True:
+        out = [(e, e["body"]["spec"]) for e in api.request_log(since)
+               if e.get("resource") == "leases" and e["verb"] in ("create", "update")
+               and 200 <= e["code"] < 300]
+        if until is None or until(out) or time.time() > end:
+            return out
+        time.sleep(0.02)
+
+
+def held_by(identity):
+    """A lease_writes until: some write names identity as the holder."""
+    return lambda w: any(s["holderIdentity"] == identity for _, s in w)
 
 
 def acts(api, since=0):
@@ -232,8 +242,9 @@ def test_sigstop_fails_over_and_the_resumed_leader_stops_before_acting(api, repl
     stopped_at = time.time()
     got = b.wait("started_leading", timeout=DURATION + 4)
     took = got["t"] - stopped_at
-    renews_a = [e for e, s in lease_writes(api) if s["holderIdentity"] == a.identity]
-    takeover = [(e, s) for e, s in lease_writes(api) if s["holderIdentity"] == b.identity][0]
+    w = lease_writes(api, until=held_by(b.identity))
+    renews_a = [e for e, s in w if s["holderIdentity"] == a.identity]
+    takeover = [(e, s) for e, s in w if s["holderIdentity"] == b.identity][0]
     gap = rfc3339(takeover[0]["time"]) - rfc3339(renews_a[-1]["time"])
     # never before a's last renewal expired, and soon after
     assert DURATION <= gap <= DURATION + RETRY + SLACK, gap
@@ -273,7 +284,7 @@ def test_sigterm_hands_over_at_once(api, replicas):
     assert a.proc.wait(5) == 0
     a_out = [e["event"] for e in a.lines]
     assert a_out[-2:] == ["stopped_leading", "exit"], a_out
-    w = lease_writes(api, seq)
+    w = lease_writes(api, seq, until=held_by(b.identity))
     release, rel_spec = w[0]
     # client-go's ReleaseOnCancel record
     assert rel_spec["holderIdentity"] == "" and rel_spec["leaseDurationSeconds"] == 1
@@ -317,7 +328,7 @@ def test_a_foreign_holder_that_renews_is_never_taken(api, replicas):
     got = a.wait("started_leading", timeout=DURATION + 3)
     assert DURATION <= got["t"] - last <= DURATION + RETRY + SLACK, \
         got["t"] - last
-    (e, spec), = lease_writes(api)[:1]
+    (e, spec), = lease_writes(api, until=held_by(a.identity))[:1]
     assert e["method"] == "PUT" and e["body"]["metadata"]["resourceVersion"]
     check_fields(spec, a.identity, 4)
 
@@ -333,7 +344,7 @@ def test_expiry_is_judged_on_the_local_clock(api, replicas, skew):
     got = a.wait("started_leading", timeout=DURATION + 3)
     waited = got["t"] - rfc3339(first["time"])
     assert DURATION <= waited <= DURATION + RETRY + SLACK, waited
-    check_fields(lease_writes(api)[0][1], a.identity, 4)
+    check_fields(lease_writes(api, until=held_by(a.identity))[0][1], a.identity, 4)
 
 
 def test_rbac_denial_is_retried_without_crashing(api, replicas, tmp):
@@ -359,7 +370,7 @@ def test_rbac_denial_is_retried_without_crashing(api, replicas, tmp):
                                    "name": "ccm-lease"},
                        "subjects": [{"kind": "User", "name": "system:cloud-controller-manager"}]})
     a.wait("started_leading", timeout=RETRY + 3)
-    check_fields(lease_writes(api)[0][1], a.identity, 0)
+    check_fields(lease_writes(api, until=held_by(a.identity))[0][1], a.identity, 0)
 
 
 def test_renewal_failures_stop_leading_before_the_lease_expires(api, replicas):
@@ -391,9 +402,11 @@ def test_a_conflict_on_renewal_rereads_and_keeps_leading(api, replicas):
     seq = api.log_seq()
     api.inject_fault(path_prefix=LEASE, status=409, count=1, method="PUT")
     # the 409'd renewal is followed by a GET and a successful PUT
-    api.wait_for_request(lambda e: e.get("resource") == "leases" and e["code"] == 409,
-                         since=seq, timeout=3)
-    time.sleep(2 * RETRY)
+    conflict = api.wait_for_request(lambda e: e.get("resource") == "leases" and
+                                    e["code"] == 409, since=seq, timeout=3)
+    api.wait_for_request(lambda e: e.get("resource") == "leases" and e["verb"] == "update"
+                         and e["code"] == 200, since=conflict["seq"], timeout=3)
+    time.sleep(2 * RETRY)   # and keeps leading
     log = [e for e in api.request_log(seq) if e.get("resource") == "leases"]
     codes = [(e["verb"], e["code"]) for e in log]
     i = codes.index(("update", 409))

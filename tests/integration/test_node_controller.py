@@ -97,9 +97,17 @@ def initialized(api, name):
     return n is not None and not any(t["key"] == UNINIT for t in n["spec"].get("taints", []))
 
 
-def node_writes(api, name, since=0):
-    return [r for r in api.request_log(since) if r["method"] in ("PATCH", "PUT")
-            and r["path"] in ("/api/v1/nodes/" + name, "/api/v1/nodes/%s/status" % name)]
+def node_writes(api, name, since=0, ok=0):
+    """Writes to nodes/NAME and nodes/NAME/status. The fake logs a request
+    once it has answered it, so a write can be seen stored before it is
+    logged: with ok, wait for that many successful ones."""
+    def get():
+        return [r for r in api.request_log(since) if r["method"] in ("PATCH", "PUT")
+                and r["path"] in ("/api/v1/nodes/" + name, "/api/v1/nodes/%s/status" % name)]
+    if ok:
+        wait_until(lambda: len([r for r in get() if r["code"] < 300]) >= ok,
+                   what="%d writes of %s logged" % (ok, name))
+    return get()
 
 
 def events(api, name, reason):
@@ -143,7 +151,7 @@ def test_cloud_api_answer_is_used_and_named_when_it_works(api, driver):
     ev = wait_until(lambda: events(api, "w-1", "Synced"), what="Synced event")
     assert "cloud provider" in ev[0]["message"] and "fallback" not in ev[0]["message"]
     # exactly two writes: the status, then the Node
-    w = node_writes(api, "w-1")
+    w = node_writes(api, "w-1", ok=2)
     assert [r["path"] for r in w] == ["/api/v1/nodes/w-1/status", "/api/v1/nodes/w-1"], w
 
 
@@ -175,7 +183,7 @@ def test_conflict_rereads_the_node_and_still_initializes(api, driver):
     wait_until(lambda: initialized(api, "w-1"), what="w-1 initialized after a conflict")
     n = api.get_object("nodes", "w-1")
     assert n["status"]["addresses"][0] == {"type": "InternalIP", "address": "10.1.0.1"}
-    ok = [r for r in node_writes(api, "w-1") if r["code"] < 300]
+    ok = [r for r in node_writes(api, "w-1", ok=2) if r["code"] < 300]
     assert [r["path"] for r in ok] == ["/api/v1/nodes/w-1/status", "/api/v1/nodes/w-1"], ok
 
 

@@ -322,6 +322,51 @@ TEST(load_file)
 	check_defaults(&c, harness_failed);
 	cloudconfig_free(schema, &c);
 	unlink(path);
+	/* a directory says so */
+	CHECK(cloudconfig_load("/tmp", schema, &c, sizeof(c), &e) == ERR_IO);
+	CHECK_STR(e.msg, "/tmp: Is a directory");
+}
+
+/* a provider's check: a region is one of two */
+static int
+check_region(const char *v, struct errbuf *e)
+{
+	if (strcmp(v, "fsn1") == 0 || strcmp(v, "hel1") == 0)
+		return 0;
+	return errbuf_set(e, ERR_INVALID, "\"%s\": want fsn1 or hel1", v);
+}
+
+struct checked {
+	char *region;
+};
+
+static const struct cloudconfig_key checked_inner[] = {
+	{ .key = "region", .type = CLOUDCONFIG_STRING, .check = check_region,
+	  .offset = offsetof(struct checked, region) },
+	{ .key = NULL },
+};
+
+static const struct cloudconfig_key checked_schema[] = {
+	{ .key = "where", .type = CLOUDCONFIG_SECTION, .section = checked_inner },
+	{ .key = NULL },
+};
+
+TEST(a_checked_value_is_reported_where_it_is_written)
+{
+	static const char bad[] = "# where we run\nwhere:\n  region: nbg1\n";
+	static const char good[] = "where: {region: hel1}\n";
+	struct checked c;
+	struct errbuf e;
+
+	memset(&c, 0, sizeof(c));
+	CHECK(cloudconfig_parse(bad, strlen(bad), "cc.yaml", checked_schema, &c, sizeof(c),
+	    &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:3:11: key \"region\" in where: \"nbg1\": want fsn1 or hel1");
+	CHECK(c.region == NULL);
+	CHECK(cloudconfig_parse(good, strlen(good), "cc.yaml", checked_schema, &c, sizeof(c),
+	    &e) == 0);
+	CHECK_STR(c.region, "hel1");
+	cloudconfig_free(checked_schema, &c);
 }
 
 /* --- lists of sections and value checks ------------------------------------ */

@@ -223,6 +223,126 @@ TEST(options_service_controller)
 	options_free(&o);
 }
 
+/* refuse parses one argument expecting ERR_INVALID with a message holding
+ * want. */
+static int
+refuse(const char *arg, const char *want, struct errbuf *e)
+{
+	struct options o;
+	char *a[] = { "bootccm", (char *)arg };
+	int r = options_parse(&o, 2, a, 1, e);
+
+	options_free(&o);
+	if (r != ERR_INVALID || strstr(e->msg, want) == NULL) {
+		fprintf(stderr, "  %s: got %d \"%s\", want \"%s\"\n", arg, r, e->msg, want);
+		return 0;
+	}
+	return 1;
+}
+
+static int
+accept(const char *arg)
+{
+	struct options o;
+	struct errbuf e = { "" };
+	char *a[] = { "bootccm", (char *)arg };
+	int r = options_parse(&o, 2, a, 1, &e);
+
+	options_free(&o);
+	if (r != 0)
+		fprintf(stderr, "  %s: got %d \"%s\"\n", arg, r, e.msg);
+	return r == 0;
+}
+
+TEST(addresses_cidrs_and_urls_are_checked_at_parse)
+{
+	struct errbuf e;
+
+	CHECK(refuse("--bind-address=notanip", "--bind-address \"notanip\" is not an IP", &e));
+	CHECK(refuse("--bind-address=10.0.0.256", "--bind-address", &e));
+	CHECK(accept("--bind-address=::1") && accept("--bind-address=127.0.0.1"));
+	CHECK(accept("--bind-address="));
+	CHECK(refuse("--cluster-cidr=bogus", "--cluster-cidr \"bogus\": \"bogus\" is not a CIDR",
+	    &e));
+	CHECK(refuse("--cluster-cidr=10.0.0.0/8,fd00::/48,10.1.0.0/16",
+	    "at most 2 CIDRs, one per IP family", &e));
+	CHECK(refuse("--cluster-cidr=10.0.0.0/8,10.1.0.0/16", "one IPv4 and one IPv6", &e));
+	CHECK(refuse("--cluster-cidr=10.0.0.0/8,", "--cluster-cidr", &e));
+	CHECK(refuse("--cluster-cidr=10.0.0.0/33", "--cluster-cidr", &e));
+	CHECK(accept("--cluster-cidr=10.244.0.0/16,fd00:10:244::/56"));
+	CHECK(accept("--cluster-cidr=10.244.1.1/16"));  /* host bits, as Go's ParseCIDR */
+	CHECK(refuse("--master=notaurl", "--master: server \"notaurl\" must be an https:// URL",
+	    &e));
+	CHECK(refuse("--master=https://127.0.0.1:99999", "--master: server", &e));
+	CHECK(refuse("--master=https://user:pw@h", "user information", &e));
+	CHECK(strstr(e.msg, "pw") == NULL);
+	CHECK(accept("--master=https://127.0.0.1:6443"));
+	CHECK(refuse("--timeout=0s", "--timeout", &e));
+	CHECK(refuse("--authorization-webhook-cache-authorized-ttl=-1s", "cache TTLs", &e));
+}
+
+TEST(upstream_flags_are_known)
+{
+	struct options o;
+	struct errbuf e;
+	const char *flag, *why;
+	size_t it = 0;
+	char *a[] = { "bootccm", "--profiling", "--logtostderr=true", "--kube-api-content-type",
+	    "application/vnd.kubernetes.protobuf", "--use-service-account-credentials=true",
+	    "--requestheader-username-headers=X-Remote-User", "--client-ca-file=/ca.crt",
+	    "--feature-gates=Foo=true,Bar=false", "--webhook-secure-port=10300",
+	    "--authentication-kubeconfig=/a.conf", "--authorization-kubeconfig=/b.conf" };
+
+	CHECK(options_parse(&o, (int)(sizeof(a) / sizeof(a[0])), a, 1, &e) == 0);
+	CHECK_STR(o.authentication_kubeconfig, "/a.conf");
+	CHECK_STR(o.authorization_kubeconfig, "/b.conf");
+	CHECK(o.authentication_token_webhook_cache_ttl_ns == 10 * NS_PER_S);
+	/* the flags given with a value bootccm does not act on, in table order;
+	 * --logtostderr=true and the default request header are what bootccm
+	 * does anyway, and a webhook port serves nothing upstream either */
+	CHECK((why = options_ignored(&o, &it, &flag)) != NULL);
+	CHECK_STR(flag, "profiling");
+	CHECK_CONTAINS(why, "/debug/pprof");
+	CHECK(options_ignored(&o, &it, &flag) != NULL);
+	CHECK_STR(flag, "kube-api-content-type");
+	CHECK(options_ignored(&o, &it, &flag) != NULL);
+	CHECK_STR(flag, "use-service-account-credentials");
+	CHECK(options_ignored(&o, &it, &flag) != NULL);
+	CHECK_STR(flag, "client-ca-file");
+	CHECK(options_ignored(&o, &it, &flag) != NULL);
+	CHECK_STR(flag, "feature-gates");
+	CHECK(options_ignored(&o, &it, &flag) == NULL);
+	CHECK(options_ignored(&o, &it, &flag) == NULL);
+	options_free(&o);
+
+	CHECK(refuse("--enable-leader-migration", "--enable-leader-migration: refused: leader "
+	    "migration is not supported", &e));
+	CHECK(accept("--enable-leader-migration=false"));
+	CHECK(refuse("--webhooks=foo", "--webhooks: refused", &e));
+	CHECK(refuse("--tls-min-version=VersionTLS13", "use VersionTLS12", &e));
+	CHECK(accept("--tls-min-version=VersionTLS12"));
+	CHECK(refuse("--tls-cipher-suites=TLS_AES_128_GCM_SHA256", "--tls-cipher-suites", &e));
+	CHECK(refuse("--feature-gates=Foo", "--feature-gates \"Foo\": \"Foo\" is not key=true",
+	    &e));
+	CHECK(refuse("--feature-gates=Foo=maybe", "--feature-gates", &e));
+	CHECK(refuse("--vmodule=x=y", "--vmodule", &e));
+	CHECK(accept("--vmodule=gc*=3,node=4"));
+	CHECK(refuse("--profiling=perhaps", "--profiling", &e));
+	CHECK(refuse("--http2-max-streams-per-connection=x", "not an integer", &e));
+	CHECK(refuse("--logtostderrr", "unknown flag: --logtostderrr", &e));
+}
+
+TEST(dash_h_is_help)
+{
+	struct options o;
+	struct errbuf e;
+	char *a[] = { "bootccm", "-h" };
+
+	CHECK(options_parse(&o, 2, a, 1, &e) == OPTIONS_EXIT_HELP);
+	options_free(&o);
+	CHECK(refuse("-help", "unknown shorthand flag: 'h' in -help", &e));
+}
+
 /* parse args (after "bootccm") and report the controllers they enable as
  * a bit mask, or -1 when options_parse refuses them */
 static int
@@ -276,6 +396,10 @@ TEST(usage_lists_defaults)
 	CHECK_CONTAINS(buf, "--node-status-update-frequency duration");
 	CHECK_CONTAINS(buf, "(default 5m0s)");
 	CHECK_CONTAINS(buf, "(default \"cloud-controller-manager\")");
+	CHECK_CONTAINS(buf, "  -h, --help ");
+	CHECK_CONTAINS(buf, "Upstream cloud-controller-manager flags");
+	CHECK_CONTAINS(buf, "--profiling ");
+	CHECK_CONTAINS(buf, "No effect: bootccm serves no /debug/pprof.");
 	free(buf);
 }
 

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "clock.h"
 #include "http.h"
 #include "kube/client.h"
 
@@ -299,6 +300,38 @@ TEST(connections_are_reused)
 	pthread_join(t, NULL);
 	close(s.fd);
 	CHECK(s.answered == 3);
+}
+
+TEST(a_process_deadline_ends_every_request)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t al = sizeof(a);
+	struct http_response resp;
+	struct errbuf e;
+	char url[64];
+	int64_t t0, took;
+	int fd;
+
+	/* a listener that never answers: the connection waits in its backlog */
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 4) == 0);
+	CHECK(getsockname(fd, (struct sockaddr *)&a, &al) == 0);
+	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", ntohs(a.sin_port));
+	struct http_client *c = http_client_new();
+	struct http_request req = { .url = url };  /* no timeout of its own */
+	t0 = clock_mono_ns();
+	http_set_deadline(t0 + 300 * NS_PER_MS);
+	CHECK(http_do(c, &req, &resp, &e) == ERR_TIMEOUT);
+	took = clock_mono_ns() - t0;
+	/* it ran to the deadline, not short of it, and ended there */
+	CHECK(took >= 300 * NS_PER_MS && took < 2 * NS_PER_S);
+	/* past the deadline nothing is sent */
+	CHECK(http_do(c, &req, &resp, &e) == ERR_TIMEOUT);
+	CHECK_CONTAINS(e.msg, "not sent: the deadline passed");
+	http_set_deadline(0);
+	http_client_free(c);
+	close(fd);
 }
 
 TEST(local_hosts_ignore_proxy_settings)

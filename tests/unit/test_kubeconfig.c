@@ -627,14 +627,15 @@ TEST(server_checks)
 
 	CHECK(fx_fail(fx_cluster("    server: ftp://x\n"), NULL, ERR_INVALID,
 	    &e));
-	CHECK_STR(e.msg, fx_msg(": server \"ftp://x\" must be an https:// URL"));
+	CHECK_STR(e.msg, fx_msg(": cluster \"c\": server \"ftp://x\" must be an "
+	    "https:// URL"));
 	CHECK(fx_fail(fx_cluster("    server: api.example.com:6443\n"), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": server \"api.example.com:6443\" must be an "
-	    "https:// URL"));
+	CHECK_STR(e.msg, fx_msg(": cluster \"c\": server \"api.example.com:6443\" "
+	    "must be an https:// URL"));
 	CHECK(fx_fail(fx_cluster("    server: https://\n"), NULL, ERR_INVALID,
 	    &e));
-	CHECK_STR(e.msg, fx_msg(": server \"https://\" has no host"));
+	CHECK_STR(e.msg, fx_msg(": cluster \"c\": server \"https://\" has no host"));
 	CHECK(fx_fail(fx_cluster("    server: https://h/?x=1\n"), NULL,
 	    ERR_INVALID, &e));
 	CHECK_CONTAINS(e.msg, "must not have a query");
@@ -650,22 +651,113 @@ TEST(server_checks)
 	CHECK_STR(e.msg, fx_msg(":6: clusters[0].cluster.server: expected a "
 	    "string without NUL bytes"));
 
-	/* http:// is allowed, as client-go allows it, and flagged */
+	/* ports in 1..65535, nothing else after the colon */
+	CHECK(fx_fail(fx_cluster("    server: https://127.0.0.1:99999\n"), NULL,
+	    ERR_INVALID, &e));
+	CHECK_STR(e.msg, fx_msg(": cluster \"c\": server \"https://127.0.0.1:99999\": "
+	    "port \"99999\" is not a number in 1..65535"));
+	CHECK(fx_fail(fx_cluster("    server: https://h:0/x\n"), NULL, ERR_INVALID, &e));
+	CHECK_CONTAINS(e.msg, "port \"0\"");
+	CHECK(fx_fail(fx_cluster("    server: 'https://h:'\n"), NULL, ERR_INVALID, &e));
+	CHECK_CONTAINS(e.msg, "port \"\"");
+	CHECK(fx_fail(fx_cluster("    server: https://h:64x\n"), NULL, ERR_INVALID, &e));
+	CHECK(fx_fail(fx_cluster("    server: https://h:0006443\n"), NULL, ERR_INVALID,
+	    &e));
+	CHECK(fx_fail(fx_cluster("    server: 'https://[::1]:70000'\n"), NULL,
+	    ERR_INVALID, &e));
+	CHECK_CONTAINS(e.msg, "port \"70000\"");
+	/* hosts: names and addresses, an IPv6 one bracketed */
+	CHECK(fx_fail(fx_cluster("    server: 'https://[fe80::1'\n"), NULL, ERR_INVALID,
+	    &e));
+	CHECK_CONTAINS(e.msg, "host: missing ']'");
+	CHECK(fx_fail(fx_cluster("    server: 'https://[10.0.0.1]:6443'\n"), NULL,
+	    ERR_INVALID, &e));
+	CHECK_CONTAINS(e.msg, "host \"[10.0.0.1]\" is not a host name or IP address");
+	CHECK(fx_fail(fx_cluster("    server: 'https://[::1]x'\n"), NULL, ERR_INVALID,
+	    &e));
+	CHECK(fx_fail(fx_cluster("    server: 'https://k8s%41pi:6443'\n"), NULL,
+	    ERR_INVALID, &e));
+	CHECK(fx_fail(fx_cluster("    server: 'https://:6443'\n"), NULL, ERR_INVALID, &e));
+
+	/* http:// is allowed without credentials, as client-go allows it,
+	 * and flagged */
 	CHECK(fx_load(fx_cluster("    server: http://127.0.0.1:8080\n"), NULL,
 	    &kc, &e) == 0);
 	CHECK_STR(kc.server, "http://127.0.0.1:8080");
-	CHECK(kc.plain_http == 1);
+	CHECK(kc.plain_http == 1 && kc.server_dns == 0 && kc.credential == NULL);
 	kubeconfig_free(&kc);
 
 	/* scheme case folded, path kept, trailing slashes dropped */
 	CHECK(fx_load(fx_cluster("    server: HTTPS://h.example:443/prefix//\n"),
 	    NULL, &kc, &e) == 0);
 	CHECK_STR(kc.server, "https://h.example:443/prefix");
-	CHECK(kc.plain_http == 0);
+	CHECK(kc.plain_http == 0 && kc.server_dns == 1);
 	kubeconfig_free(&kc);
 	CHECK(fx_load(fx_cluster("    server: 'https://[fd00::1]:6443'\n"),
 	    NULL, &kc, &e) == 0);
 	CHECK_STR(kc.server, "https://[fd00::1]:6443");
+	CHECK(kc.server_dns == 0);
+	kubeconfig_free(&kc);
+	CHECK(fx_load(fx_cluster("    server: 'https://LocalHost:6443'\n"),
+	    NULL, &kc, &e) == 0);
+	CHECK(kc.server_dns == 0);
+	kubeconfig_free(&kc);
+}
+
+/* fx_http_user is a kubeconfig whose server is http:// for a user. */
+static const char *
+fx_http_user(const char *user_body)
+{
+	snprintf(fx_wrap, sizeof(fx_wrap), "current-context: x\n"
+	    "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
+	    "clusters: [{name: c, cluster: {server: 'http://127.0.0.1:8080'}}]\n"
+	    "users:\n"
+	    "- name: u\n"
+	    "  user:\n"
+	    "%s", user_body);
+	return fx_wrap;
+}
+
+TEST(credentials_never_over_plain_http)
+{
+	struct kubeconfig kc;
+	struct errbuf e;
+	char want[ERRBUF_MAX];
+
+	fx_setup();
+	CHECK(fx_fail(fx_http_user("    token: " TOKEN "\n"), NULL, ERR_INVALID, &e));
+	CHECK_STR(e.msg, fx_msg(": server \"http://127.0.0.1:8080\" is plain HTTP: the "
+	    "credentials in users[0].user.token (user \"u\") would go out in clear; "
+	    "they are sent only over verified TLS: use an https:// server"));
+	fx_write("token", TOKEN "\n");
+	CHECK(fx_fail(fx_http_user("    tokenFile: token\n"), NULL, ERR_INVALID, &e));
+	CHECK_CONTAINS(e.msg, "users[0].user.tokenFile");
+	CHECK(fx_fail(fx_http_user(fx_fmt("    client-certificate-data: %s\n"
+	    "    client-key-data: %s\n", cert_b64, key_b64)), NULL, ERR_INVALID, &e));
+	CHECK_CONTAINS(e.msg, "users[0].user.client-certificate-data");
+
+	/* --master: the same checks, and kc unchanged when refused */
+	CHECK(fx_load(fx_user("    token: " TOKEN "\n"), NULL, &kc, &e) == 0);
+	CHECK_STR(kc.credential, "users[0].user.token");
+	CHECK(kubeconfig_set_server(&kc, "http://127.0.0.1:1", "--master", &e) ==
+	    ERR_INVALID);
+	snprintf(want, sizeof(want), "%s: --master \"http://127.0.0.1:1\" is plain HTTP",
+	    fx_path("config"));
+	CHECK(strncmp(e.msg, want, strlen(want)) == 0);
+	CHECK_STR(kc.server, "https://h");
+	CHECK(kubeconfig_set_server(&kc, "127.0.0.1:6443", "--master", &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "--master: server \"127.0.0.1:6443\" must be an https:// URL");
+	CHECK(kubeconfig_set_server(&kc, "https://u:" PASSWORD "@h", "--master", &e) ==
+	    ERR_INVALID);
+	CHECK(!fx_leaks(e.msg));
+	CHECK(kubeconfig_set_server(&kc, "HTTPS://10.0.0.1:6443/", "--master", &e) == 0);
+	CHECK_STR(kc.server, "https://10.0.0.1:6443");
+	CHECK(kc.server_dns == 0 && kc.plain_http == 0);
+	kubeconfig_free(&kc);
+	/* an anonymous user may use http:// */
+	CHECK(fx_load(fx_cluster("    server: https://h\n"), NULL, &kc, &e) == 0);
+	CHECK(kubeconfig_set_server(&kc, "http://h.example:8080", "--master", &e) == 0);
+	CHECK(kc.plain_http == 1 && kc.server_dns == 1);
 	kubeconfig_free(&kc);
 }
 

@@ -117,6 +117,53 @@ TEST(secrets_are_redacted)
 	CHECK_CONTAINS(l, "s3cr3t-t0ken-value");
 }
 
+/* print_capture runs log_print into a pipe read by a thread-free loop: the
+ * texts here fit in a pipe's buffer. */
+static char *
+print_capture(const char *text)
+{
+	static char buf[256 * 1024];
+	int p[2];
+	ssize_t n, off = 0;
+
+	if (pipe(p) != 0)
+		return NULL;
+	if (log_print(p[1], "%s", text) != 0)
+		return NULL;
+	close(p[1]);
+	while ((n = read(p[0], buf + off, sizeof(buf) - 1 - (size_t)off)) > 0)
+		off += n;
+	close(p[0]);
+	buf[off] = '\0';
+	return buf;
+}
+
+TEST(printed_output_is_redacted_and_never_cut)
+{
+	static char big[LOG_VALUE_MAX * 8];
+	char *out;
+
+	log_clear_secrets();
+	log_add_secret("s3cr3t-t0ken-value");
+	log_add_secret("abcd");
+	out = print_capture("version: Bearer s3cr3t-t0ken-value\nuser: abcdabcd\n");
+	CHECK_STR(out, "version: Bearer [redacted]\nuser: [redacted][redacted]\n");
+	/* longer than any log value, secrets at both ends and across the
+	 * point where a log value would be cut */
+	memset(big, 'x', sizeof(big) - 1);
+	memcpy(big, "abcd", 4);
+	memcpy(big + LOG_VALUE_MAX - 8, "s3cr3t-t0ken-value", 18);
+	memcpy(big + sizeof(big) - 5, "abcd", 4);
+	out = print_capture(big);
+	CHECK(strstr(out, "s3cr") == NULL && strstr(out, "abcd") == NULL);
+	CHECK(strncmp(out, "[redacted]xxx", 13) == 0);
+	CHECK(strlen(out) == sizeof(big) - 1 - 4 - 18 - 4 + 3 * 10);
+	CHECK(strcmp(out + strlen(out) - 10, "[redacted]") == 0);
+	log_clear_secrets();
+	out = print_capture("user: abcd\n");
+	CHECK_STR(out, "user: abcd\n");
+}
+
 TEST(huge_lines_stay_bounded_and_terminated)
 {
 	static char big[LOG_VALUE_MAX * 4];

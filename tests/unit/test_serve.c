@@ -202,20 +202,20 @@ TEST(start_disabled_and_bad_flags)
 
 	memset(&o, 0, sizeof(o));
 	o.secure_port = 0;
-	CHECK(serve_start(&o, NULL, &e) == 0);
+	CHECK(serve_start(&o, NULL, NULL, &e) == 0);
 	CHECK(serve_port() == 0);
 	serve_stop();
 	o.secure_port = 10258;
 	o.bind_address = "127.0.0.1";
 	o.tls_cert_file = "/nonexistent.crt";
-	CHECK(serve_start(&o, NULL, &e) == ERR_INVALID);
+	CHECK(serve_start(&o, NULL, NULL, &e) == ERR_INVALID);
 	CHECK_CONTAINS(e.msg, "must be given together");
 	o.tls_private_key_file = "/nonexistent.key";
-	CHECK(serve_start(&o, NULL, &e) == ERR_IO);
+	CHECK(serve_start(&o, NULL, NULL, &e) == ERR_IO);
 	CHECK_CONTAINS(e.msg, "--tls-cert-file /nonexistent.crt");
 	o.tls_cert_file = o.tls_private_key_file = NULL;
 	o.authorization_always_allow_paths = "/a*b";
-	CHECK(serve_start(&o, NULL, &e) == ERR_INVALID);
+	CHECK(serve_start(&o, NULL, NULL, &e) == ERR_INVALID);
 	CHECK(serve_port() == 0);
 	serve_stop();
 }

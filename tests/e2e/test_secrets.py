@@ -1,0 +1,282 @@
+"""Credentials go only over verified TLS, and no subcommand prints one: every
+byte bootccm writes (stdout and stderr, the daemon and the one-shot
+commands) is grepped for the secret, against servers that refuse it and
+servers that echo it back."""
+
+import http.server
+import json
+import os
+import ssl
+import threading
+import time
+
+import pytest
+
+from conftest import run
+from rawserver import RawServer
+
+TOKEN = "s3cret-t0ken-4a7b9c1d2e3f"
+SA_TOKEN = "pr0jected-sa-t0ken-9f8e7d6c"
+IMDS_TOKEN = "AQAEAImdsV2-sess10n-t0ken-77=="
+
+
+@pytest.fixture
+def listener():
+    """A plain-HTTP listener that records what it is sent and answers 401."""
+    li = RawServer("401")
+    yield li
+    li.close()
+
+
+class EchoHandler(http.server.BaseHTTPRequestHandler):
+    """An API server that refuses (401, 403) or accepts (echo) whatever
+    credentials it gets, and puts the Authorization header it received into
+    every answer: Status messages, /version's gitVersion, the
+    SelfSubjectReview's user name and groups."""
+
+    protocol_version = "HTTP/1.1"
+    mode = "401"
+
+    def log_message(self, *a):
+        pass
+
+    def _answer(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        if n:
+            self.rfile.read(n)
+        auth = self.headers.get("Authorization", "")
+        if self.mode in ("401", "403"):
+            code = int(self.mode)
+            body = {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                    "message": "bad token %s" % auth, "reason":
+                    "Unauthorized" if code == 401 else "Forbidden", "code": code}
+        elif self.path.startswith("/version"):
+            code, body = 200, {"major": "1", "minor": "32", "gitVersion": auth}
+        else:
+            code, body = 201, {"kind": "SelfSubjectReview", "apiVersion":
+                               "authentication.k8s.io/v1", "status": {"userInfo": {
+                                   "username": auth, "groups": [auth, "echo"]}}}
+        data = json.dumps(body).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    do_GET = do_POST = _answer
+
+
+def echo_server(api, mode):
+    """An echoing HTTPS server with the fake API server's serving certificate
+    (so a kubeconfig made by api.write_kubeconfig verifies it)."""
+    handler = type("Echo" + mode, (EchoHandler,), {"mode": mode})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(api.serving.cert, api.serving.key)
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    return srv
+
+
+def kubeconfig(path, server, user, ca_file=None, tls_server_name=None):
+    """A kubeconfig for SERVER whose user entry holds USER (YAML lines, ""
+    for an anonymous user)."""
+    cluster = "    server: %s\n" % server
+    if ca_file:
+        cluster += "    certificate-authority: %s\n" % ca_file
+    if tls_server_name:
+        cluster += "    tls-server-name: %s\n" % tls_server_name
+    with open(path, "w") as f:
+        f.write("apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n%s"
+                "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+                "current-context: x\nusers:\n- name: u\n  user:%s"
+                % (cluster, "\n" + user if user else " {}\n"))
+    return path
+
+
+def assert_no_secret(secret, *outputs):
+    for out in outputs:
+        data = out.encode() if isinstance(out, str) else out
+        assert secret.encode() not in data, "the secret was printed:\n%s" % data.decode(
+            errors="replace")
+
+
+# --- 1. credentials only over verified TLS -----------------------------------
+
+def test_a_token_is_never_sent_to_a_plain_http_server(tmp, listener):
+    server = "http://127.0.0.1:%d" % listener.port
+    cases = {
+        "token": "    token: %s\n" % TOKEN,
+        "tokenFile": "    tokenFile: %s\n" % os.path.join(tmp, "token"),
+    }
+    with open(os.path.join(tmp, "token"), "w") as f:
+        f.write(SA_TOKEN + "\n")
+    for field, user in cases.items():
+        kc = kubeconfig(os.path.join(tmp, field + ".conf"), server, user)
+        for args in (["check-kubeconfig", "--kubeconfig", kc],
+                     ["--kubeconfig", kc, "--secure-port=0", "--cloud-provider="]):
+            r = run(args, timeout=20)
+            assert r.returncode == 1, (args, r.returncode, r.stderr)
+            # the file and the field
+            assert kc in r.stderr and "users[0].user.%s" % field in r.stderr, r.stderr
+            assert "plain HTTP" in r.stderr, r.stderr
+    time.sleep(0.2)
+    assert listener.received == b"", listener.received
+
+
+def test_a_client_certificate_is_never_offered_over_plain_http(api, tmp, listener):
+    kc = api.write_kubeconfig(os.path.join(tmp, "cert.conf"), user="cert-user",
+                              server="http://127.0.0.1:%d" % listener.port)
+    r = run(["check-kubeconfig", "--kubeconfig", kc])
+    assert r.returncode == 1
+    assert kc in r.stderr and "users[0].user.client-certificate-data" in r.stderr, r.stderr
+    assert listener.received == b""
+
+
+def test_plain_http_without_credentials_is_still_allowed(tmp, listener):
+    # client-go allows an anonymous http:// server; nothing secret goes out
+    kc = kubeconfig(os.path.join(tmp, "anon.conf"), "http://127.0.0.1:%d" % listener.port, "")
+    r = run(["check-kubeconfig", "--kubeconfig", kc])
+    assert r.returncode == 1 and "HTTP 401" in r.stderr, r.stderr
+    assert b"GET /version" in listener.received
+    assert b"Authorization" not in listener.received
+
+
+def test_master_cannot_send_the_kubeconfig_credentials_in_clear(api, tmp, listener):
+    kc = api.write_kubeconfig(os.path.join(tmp, "tok.conf"), user="tok-user", token=TOKEN,
+                              tls_server_name="kubernetes")
+    # the repro: a scheme-less --master made curl speak plain HTTP
+    r = run(["check-kubeconfig", "--kubeconfig", kc, "--master",
+             "127.0.0.1:%d" % listener.port])
+    assert r.returncode == 2, r.stderr
+    assert "--master" in r.stderr and "https://" in r.stderr
+    # an http:// --master with a token kubeconfig: refused at load, naming both
+    r = run(["check-kubeconfig", "--kubeconfig", kc, "--master",
+             "http://127.0.0.1:%d" % listener.port])
+    assert r.returncode == 1, r.stderr
+    assert "--master" in r.stderr and kc in r.stderr and "users[0].user.token" in r.stderr
+    time.sleep(0.2)
+    assert listener.received == b""
+    assert_no_secret(TOKEN, r.stdout, r.stderr)
+
+
+@pytest.mark.parametrize("master", ["ftp://127.0.0.1:6443", "file:///etc/passwd", "notaurl",
+                                    "https://", "https://127.0.0.1:0", "https://127.0.0.1:99999",
+                                    "https://127.0.0.1:6443?x=1", "https://u:p@127.0.0.1:6443",
+                                    "https://[::1:6443", "https://host name:6443"])
+def test_master_is_validated_like_server_before_anything_starts(api, tmp, master):
+    kc = api.write_kubeconfig(os.path.join(tmp, "kc"), user="m-user", token=TOKEN,
+                              tls_server_name="kubernetes")
+    seq = api.log_seq()
+    t0 = time.monotonic()
+    r = run(["--kubeconfig", kc, "--master", master, "--secure-port=0"])
+    # exit 2 at once: no DNS lookup, no connection, nothing served
+    assert r.returncode == 2, (master, r.returncode, r.stderr)
+    assert "--master" in r.stderr, r.stderr
+    assert time.monotonic() - t0 < 5
+    assert "u:p" not in r.stderr
+    assert api.request_log(seq) == []
+
+
+@pytest.mark.parametrize("server, why", [
+    ("https://127.0.0.1:99999", "port"), ("https://127.0.0.1:0", "port"),
+    ("https://127.0.0.1:64x", "port"), ("https://[::1]:70000", "port"),
+    ("https://[fe80::1", "host"), ("https://k8s%41pi:6443", "host"),
+])
+def test_a_bad_server_url_is_refused_at_load(tmp, server, why):
+    kc = kubeconfig(os.path.join(tmp, "bad.conf"), server, "    token: %s\n" % TOKEN)
+    for args in (["check-kubeconfig", "--kubeconfig", kc],
+                 ["--kubeconfig", kc, "--secure-port=0", "--cloud-provider="]):
+        t0 = time.monotonic()
+        r = run(args, timeout=20)
+        assert r.returncode == 1, (server, args, r.returncode, r.stderr)
+        assert kc in r.stderr and why in r.stderr, r.stderr
+        assert time.monotonic() - t0 < 5
+
+
+# --- 2. one redaction for every output path ----------------------------------
+
+@pytest.mark.parametrize("mode", ["401", "403", "echo"])
+def test_check_kubeconfig_prints_no_secret(api, tmp, mode):
+    srv = echo_server(api, mode)
+    try:
+        server = "https://127.0.0.1:%d" % srv.server_address[1]
+        tok = api.write_kubeconfig(os.path.join(tmp, "tok"), user="t", token=TOKEN,
+                                   server=server, tls_server_name="kubernetes")
+        with open(os.path.join(tmp, "sa-token"), "w") as f:
+            f.write(SA_TOKEN + "\n")
+        tokfile = kubeconfig(os.path.join(tmp, "tokfile"), server,
+                             "    tokenFile: %s\n" % os.path.join(tmp, "sa-token"),
+                             ca_file=api.ca_file, tls_server_name="kubernetes")
+        for kc, secret in ((tok, TOKEN), (tokfile, SA_TOKEN)):
+            for v in ("0", "10"):
+                r = run(["check-kubeconfig", "--kubeconfig", kc, "-v=" + v])
+                assert r.returncode == (0 if mode == "echo" else 1), r.stderr
+                # the answer was printed, with the secret masked
+                assert "[redacted]" in r.stdout + r.stderr, r.stdout + r.stderr
+                assert_no_secret(secret, r.stdout, r.stderr)
+    finally:
+        srv.shutdown()
+
+
+@pytest.mark.parametrize("mode", ["401", "echo"])
+def test_the_daemon_logs_no_token_file_secret(api, tmp, daemon, mode):
+    srv = echo_server(api, mode)
+    try:
+        server = "https://127.0.0.1:%d" % srv.server_address[1]
+        with open(os.path.join(tmp, "sa-token"), "w") as f:
+            f.write(SA_TOKEN + "\n")
+        kc = kubeconfig(os.path.join(tmp, "tokfile"), server,
+                        "    tokenFile: %s\n" % os.path.join(tmp, "sa-token"),
+                        ca_file=api.ca_file, tls_server_name="kubernetes")
+        d = daemon(["--kubeconfig", kc, "--secure-port=0", "-v=10", "--leader-elect=false"])
+        d.wait_for("[redacted]", timeout=10)
+        time.sleep(0.5)
+        assert_no_secret(SA_TOKEN, d.output())
+    finally:
+        srv.shutdown()
+
+
+class ImdsEcho(http.server.BaseHTTPRequestHandler):
+    """EC2's IMDSv2 that hands out a session token and then echoes it in its
+    refusals (403) or in every answer (echo)."""
+
+    protocol_version = "HTTP/1.1"
+    mode = "403"
+
+    def log_message(self, *a):
+        pass
+
+    def _send(self, code, text):
+        data = text.encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def do_PUT(self):
+        self._send(200, IMDS_TOKEN)
+
+    def do_GET(self):
+        got = self.headers.get("X-aws-ec2-metadata-token", "")
+        if self.mode == "403":
+            self._send(403, "token %s is not allowed here" % got)
+        else:
+            self._send(200, got)
+
+
+@pytest.mark.parametrize("mode", ["403", "echo"])
+def test_metadata_prints_no_session_token(mode):
+    handler = type("Imds" + mode, (ImdsEcho,), {"mode": mode})
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    try:
+        for fmt in ("json", "env", "kubelet-flags"):
+            r = run(["metadata", "--metadata-cloud=ec2", "--format=" + fmt,
+                     "--metadata-endpoint=http://127.0.0.1:%d" % srv.server_address[1]])
+            assert r.returncode in (0, 4), r.stderr
+            assert "[redacted]" in r.stdout + r.stderr, r.stdout + r.stderr
+            assert_no_secret(IMDS_TOKEN, r.stdout, r.stderr)
+    finally:
+        srv.shutdown()
