@@ -1495,6 +1495,7 @@ servicectl_worker(void *arg)
 		return NULL;
 	kube_client_init(&kc, c->cfg.kc, c->user_agent);
 	kube_client_set_stop(&kc, &c->term.stop);
+	kube_client_set_write_gate(&kc, c->cfg.write_gate, c->cfg.write_gate_arg);
 	while (wq_get(q, &key) > 0) {
 		struct errbuf e = { "" };
 		const char *result = NULL;

@@ -95,6 +95,13 @@ kube_client_init(struct kube_client *c, struct kubeconfig *kc, const char *user_
 }
 
 void
+kube_client_set_write_gate(struct kube_client *c, kube_write_gate gate, void *arg)
+{
+	c->write_gate = gate;
+	c->write_gate_arg = arg;
+}
+
+void
 kube_client_cleanup(struct kube_client *c)
 {
 	http_client_free(c->http);
@@ -605,6 +612,10 @@ kube_do(struct kube_client *c, const char *method, const char *path,
 
 	memset(tries, 0, sizeof(*tries));
 	backoff_reset(&c->retry);
+	if (c->write_gate != NULL && strcmp(method, "GET") != 0 &&
+	    !c->write_gate(c->write_gate_arg, method, path))
+		return errbuf_set(e, ERR_CANCELED, "%s %s: not sent: this replica does not hold "
+		    "the leader Lease", method, path);
 	for (;;) {
 		const char *reason;
 		long status = 0, attempt_ms = timeout_ms;
