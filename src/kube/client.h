@@ -98,11 +98,13 @@ void kube_client_set_stop(struct kube_client *c, struct stop *stop);
 void kube_client_set_deadline(struct kube_client *c, int64_t deadline_ns);
 
 /* kube_client_set_write_gate makes every later request of c that is not a
- * GET ask gate(arg, method, path) right before it is sent: 0 sends nothing
- * and fails with ERR_CANCELED ("not sent: this replica does not hold the
- * leader Lease"). For controllers whose writes need the Lease: a process
- * resumed after SIGSTOP runs a write before its elector has noticed the
- * Lease is lost, unless the write asks lease_is_leader itself. NULL: none. */
+ * GET ask gate(arg, method, path) before each attempt is sent, on its open
+ * connection after the rate limiter's wait (http_request.may_send): 0
+ * sends nothing and fails with ERR_CANCELED ("not sent: this replica does
+ * not hold the leader Lease"), and no retry follows. For controllers whose
+ * writes need the Lease: a process resumed after SIGSTOP runs a write
+ * before its elector has noticed the Lease is lost, unless the write asks
+ * lease_is_leader itself. NULL: none. */
 void kube_client_set_write_gate(struct kube_client *c, kube_write_gate gate, void *arg);
 
 /* kube_client_set_retries sets how many times a request is retried (0: never)
