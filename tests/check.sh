@@ -28,12 +28,17 @@ unit() { # unit NAME PROGRAM...
 	add "$name" "${p:-0}" "${f:-1}"
 }
 
-pytest_suite() { # pytest_suite NAME BOOTCCM_PATH DIR...
+# run_suite NAME BOOTCCM_PATH ARGS... runs one pytest suite, its output to
+# $out/NAME.log and its results to $out/NAME.xml; count_suite NAME adds them
+# up (a suite that left no readable results counts as failed).
+run_suite() {
 	name=$1 bin=$2; shift 2
-	echo "== $name"
 	BOOTCCM_DRIVERS="${BOOTCCM_DRIVERS:-$BUILD/dev/drivers}" BOOTCCM="$bin" "$PYTHON" -m pytest -q -p no:cacheprovider \
-		--junitxml="$out/$name.xml" "$@"
-	counts=$("$PYTHON" - "$out/$name.xml" <<'PY'
+		--junitxml="$out/$name.xml" "$@" >"$out/$name.log" 2>&1
+}
+
+count_suite() {
+	counts=$("$PYTHON" - "$out/$1.xml" <<'PY'
 import sys, xml.etree.ElementTree as ET
 try:
     root = ET.parse(sys.argv[1]).getroot()
@@ -47,22 +52,78 @@ print(t - f - s, f if t else 1, s)
 PY
 )
 	# shellcheck disable=SC2086
-	add "$name" $counts
+	add "$1" $counts
 }
 
-fuzz() { # each harness over its seed corpus and FUZZ_SECONDS of new inputs
-	p=0 f=0
+pytest_suite() { # pytest_suite NAME BOOTCCM_PATH ARGS...
+	echo "== $1"
+	run_suite "$@"
+	cat "$out/$1.log"
+	count_suite "$1"
+}
+
+# together A B: run the suites A and B (each "NAME BOOTCCM_PATH DRIVERS
+# ARGS...", one string split into words) at the same time: a suite spends
+# most of its time waiting on the processes it drives, so two of them share
+# the machine's cores. Their outputs follow one another.
+together() {
+	ta=$1 tb=$2
+	echo "== ${ta%% *} and ${tb%% *}, at the same time"
+	# shellcheck disable=SC2086
+	(set -- $ta; n=$1 b=$2 dr=$3; shift 3; BOOTCCM_DRIVERS=$dr run_suite "$n" "$b" "$@") &
+	pa=$!
+	# shellcheck disable=SC2086
+	(set -- $tb; n=$1 b=$2 dr=$3; shift 3; BOOTCCM_DRIVERS=$dr run_suite "$n" "$b" "$@") &
+	pb=$!
+	wait "$pa"
+	wait "$pb"
+	for spec in "$ta" "$tb"; do
+		n=${spec%% *}
+		echo "== $n"
+		cat "$out/$n.log"
+		count_suite "$n"
+	done
+}
+
+# fuzz_one HARNESS: its seed corpus and FUZZ_SECONDS of new inputs; prints
+# "pass" or "fail".
+fuzz_one() {
+	fz=$1 n=$(basename "$1")
+	corpus="tests/fuzz/corpus/${n#fuzz_}" work="$out/corpus-$n"
+	mkdir -p "$work"
+	if "$fz" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
+		-print_final_stats=0 "$work" "$corpus" >"$out/$n.log" 2>&1; then
+		echo pass
+	else
+		echo fail
+	fi
+}
+
+fuzz() { # every harness, two at a time (each is one process on one core)
+	lane=0
 	for fz in "$BUILD"/fuzz/fuzz_*; do
 		[ -x "$fz" ] || continue
-		n=$(basename "$fz"); corpus="tests/fuzz/corpus/${n#fuzz_}"
-		work="$out/corpus-$n"; mkdir -p "$work"
-		echo "== fuzz $n (${FUZZ_SECONDS}s)"
-		if "$fz" -max_total_time="$FUZZ_SECONDS" -timeout=10 -rss_limit_mb=2048 \
-			-print_final_stats=0 "$work" "$corpus" >"$out/$n.log" 2>&1; then
-			p=$((p + 1))
-		else
-			f=$((f + 1)); tail -n 40 "$out/$n.log"
-		fi
+		echo "$fz" >>"$out/fuzz-lane-$lane.list"
+		lane=$((1 - lane))
+	done
+	echo "== fuzz: each harness ${FUZZ_SECONDS}s, two at a time"
+	for l in 0 1; do
+		[ -f "$out/fuzz-lane-$l.list" ] || continue
+		(while read -r fz; do
+			printf '%s %s\n' "$(fuzz_one "$fz")" "$(basename "$fz")"
+		done <"$out/fuzz-lane-$l.list" >"$out/fuzz-lane-$l.res") &
+	done
+	wait
+	p=0 f=0
+	for res in "$out"/fuzz-lane-*.res; do
+		while read -r verdict n; do
+			echo "fuzz $n: $verdict"
+			if [ "$verdict" = pass ]; then
+				p=$((p + 1))
+			else
+				f=$((f + 1)); tail -n 40 "$out/$n.log"
+			fi
+		done <"$res"
 	done
 	add fuzz "$p" "$f"
 }
@@ -75,13 +136,12 @@ pytest_suite static-artifact "$BUILD/bootccm" tests/static
 # end-to-end tests (tests/e2e: the real binary) and integration tests
 # (tests/integration: one module through its driver program): the driver
 # programs run under ThreadSanitizer beside the static binary, and under
-# AddressSanitizer beside the sanitizer binary
-BOOTCCM_DRIVERS="$BUILD/tsan/drivers" pytest_suite e2e-static "$BUILD/bootccm" tests/e2e
-BOOTCCM_DRIVERS="$BUILD/tsan/drivers" pytest_suite integration-static "$BUILD/bootccm" \
-	tests/integration
-BOOTCCM_DRIVERS="$BUILD/dev/drivers" pytest_suite e2e-asan "$BUILD/dev/bootccm" tests/e2e
-BOOTCCM_DRIVERS="$BUILD/dev/drivers" pytest_suite integration-asan "$BUILD/dev/bootccm" \
-	tests/integration
+# AddressSanitizer beside the sanitizer binary; the static and the ASan
+# runs of a suite go together
+together "e2e-static $BUILD/bootccm $BUILD/tsan/drivers tests/e2e" \
+	"e2e-asan $BUILD/dev/bootccm $BUILD/dev/drivers tests/e2e"
+together "integration-static $BUILD/bootccm $BUILD/tsan/drivers tests/integration" \
+	"integration-asan $BUILD/dev/bootccm $BUILD/dev/drivers tests/integration"
 # the daemon's threads (reflectors, lease, controllers, serving, the static
 # provider's inventory and health polling, the service controller, the
 # hcloud provider's shared listing, request pool and action polling) under
