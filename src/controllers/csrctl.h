@@ -1,0 +1,84 @@
+/* csrctl.h - the kubelet-serving CSR approver's decision: whether a
+ * CertificateSigningRequest may be approved, checked against the Node the
+ * cloud-node controller initialized.
+ *
+ * A request is approved only when every check holds, in this order (the
+ * first that fails names the request's fate):
+ *   signer      spec.signerName is kubernetes.io/kubelet-serving
+ *   requester   spec.username is system:node:NAME and system:nodes is among
+ *               spec.groups
+ *   request     spec.request is one PEM CERTIFICATE REQUEST whose
+ *               self-signature verifies (csr.h)
+ *   subject     exactly CN=system:node:NAME, O=system:nodes
+ *   usages      within {digital signature, key encipherment, server auth},
+ *               server auth included
+ *   san-kind    no email or URI SAN, and at least one DNS or IP SAN
+ *   node        the Node NAME exists
+ *   initialized it carries no uninitialized taint and has addresses
+ *   source      its addresses came from the cloud or the metadata service,
+ *               not only from its own kubelet (unless trusted)
+ *   ip-san      every IP SAN is one of the Node's status.addresses
+ *   dns-san     every DNS SAN is one of its Hostname, InternalDNS or
+ *               ExternalDNS addresses
+ *
+ * Contract: pure, never logs; messages name the request and the failed
+ * check. Only the decision lives here so far: the controller that lists
+ * pending requests and approves them through /approval is not built yet. */
+#ifndef BOOTCCM_CONTROLLERS_CSRCTL_H
+#define BOOTCCM_CONTROLLERS_CSRCTL_H
+
+#include <stddef.h>
+
+#include <json-c/json.h>
+
+#include "err.h"
+#include "kube/node.h"
+
+#define CSRCTL_SIGNER "kubernetes.io/kubelet-serving"
+#define CSRCTL_NODE_USER_PREFIX "system:node:"
+#define CSRCTL_NODES_GROUP "system:nodes"
+#define CSRCTL_GROUPS_MAX 64   /* spec.groups entries */
+#define CSRCTL_USAGES_MAX 32   /* spec.usages entries */
+
+/* A request as the checks read it (csrctl_request_decode). */
+struct csrctl_request {
+	char *name;
+	char *signer;            /* "" when absent */
+	char *username;          /* "" when absent */
+	char **groups;
+	size_t ngroups;
+	char **usages;
+	size_t nusages;
+	char *pem;               /* spec.request, base64-decoded */
+	size_t pem_len;
+	int decided;             /* an Approved or Denied condition exists */
+};
+
+/* Where a Node's addresses came from. */
+enum csrctl_source {
+	CSRCTL_SOURCE_CLOUD = 0,   /* the cloud API, the metadata service, an inventory */
+	CSRCTL_SOURCE_KUBELET,     /* only what its kubelet reported */
+	CSRCTL_SOURCE_UNKNOWN,     /* nothing says */
+};
+
+/* csrctl_request_decode reads a CertificateSigningRequest object (borrowed)
+ * into *ret (free with csrctl_request_free). ERR_INVALID naming the field,
+ * ERR_TOO_LARGE past a cap. */
+int csrctl_request_decode(json_object *o, struct csrctl_request *ret,
+    struct errbuf *e);
+void csrctl_request_free(struct csrctl_request *r);
+
+/* csrctl_check decides on r for node (NULL: no such Node), whose addresses
+ * came from source; trust_kubelet (--csr-trust-kubelet-addresses) accepts
+ * CSRCTL_SOURCE_KUBELET. Returns 0 (approve), or ERR_INVALID with *ret_check
+ * the failed check's name (above) and the reason in e. The Node name is the
+ * one spec.username names: pass the Node of that name. */
+int csrctl_check(const struct csrctl_request *r, const struct kube_node *node,
+    enum csrctl_source source, int trust_kubelet, const char **ret_check,
+    struct errbuf *e);
+
+/* csrctl_node_name returns the Node name spec.username names, or NULL when
+ * it is not system:node:NAME. */
+const char *csrctl_node_name(const struct csrctl_request *r);
+
+#endif
