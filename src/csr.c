@@ -863,6 +863,14 @@ csr_check_node_subject(const struct csr *c, const char *node, struct errbuf *e)
 	return 0;
 }
 
+void
+csr_thread_done(void)
+{
+#ifdef FP_ECC
+	wc_ecc_fp_free();
+#endif
+}
+
 const char *
 csr_key_name(int key_type)
 {

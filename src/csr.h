@@ -72,6 +72,12 @@ void csr_free(struct csr *c);
  * ERR_INVALID with the reason in e. */
 int csr_check_node_subject(const struct csr *c, const char *node, struct errbuf *e);
 
+/* csr_thread_done releases what signature checks left cached for the calling
+ * thread (wolfCrypt's ECC fixed-point cache, when the library has one: a
+ * few MiB, thread-local). A thread that called csr_parse calls it before it
+ * ends. */
+void csr_thread_done(void);
+
 /* csr_key_name names a key type: "ECDSA P-256", "RSA", "Ed25519". */
 const char *csr_key_name(int key_type);
 

@@ -1,14 +1,24 @@
-/* csrctl.c - the kubelet-serving CSR approver's checks (csrctl.h). */
+/* csrctl.c - the kubelet-serving CSR approver: its checks and its periodic
+ * pass (csrctl.h). */
 #include "controllers/csrctl.h"
 
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "base64.h"
+#include "clock.h"
 #include "controllers/nodectl.h"
 #include "csr.h"
+#include "hmap.h"
+#include "http.h"
 #include "jsonx.h"
+#include "kube/client.h"
+#include "log.h"
+#include "metrics.h"
 #include "netaddr.h"
+#include "stop.h"
 #include "xalloc.h"
 
 static const char *const csrctl_allowed_usages[] = {
@@ -272,8 +282,315 @@ csrctl_check(const struct csrctl_request *r, const struct kube_node *node,
 out:
 	csr_free(&c);
 	if (r2 < 0) {
-		errbuf_prefix(e, ERR_INVALID, "certificatesigningrequest %s: check %s", r->name, check);
+		errbuf_prefix(e, ERR_INVALID, "certificatesigningrequest %s: not approved (check %s)",
+		    r->name, check);
 		*ret_check = check;
 	}
 	return r2;
+}
+
+/* ---- the controller ---------------------------------------------------- */
+
+struct csrctl {
+	struct csrctl_config cfg;    /* user_agent points at user_agent */
+	char *user_agent;
+	struct kube_client client;   /* the thread's own */
+	pthread_t thread;
+	int started;
+	struct stop stop;
+	struct hmap reported;        /* "name/resourceVersion" already refused: the thread's */
+};
+
+static struct metric *csrctl_m_decisions;
+static pthread_once_t csrctl_metrics_once = PTHREAD_ONCE_INIT;
+
+static void
+csrctl_metrics_init(void)
+{
+	csrctl_m_decisions = metrics_counter("bootccm_csr_approver_decisions_total",
+	    "Kubelet serving CSRs decided by the approver, by outcome (approved, denied, "
+	    "pending) and the check that failed (none when approved).", "outcome,check");
+}
+
+/* csrctl_node_source reads the Node's Synced Events. */
+static enum csrctl_source
+csrctl_node_source(struct csrctl *c, const char *node)
+{
+	json_object *list = NULL, *items = NULL;
+	struct errbuf e = { "" };
+	enum csrctl_source src = CSRCTL_SOURCE_UNKNOWN;
+	char *path = NULL, *sel = NULL;
+	size_t n = 0, i;
+
+	sel = xasprintf("involvedObject.kind=Node,involvedObject.name=%s,reason=Synced", node);
+	if (kube_path(&path, "/api/v1", "default", "events", NULL, NULL, "fieldSelector", sel,
+	    NULL) < 0 || kube_request(&c->client, "GET", path, NULL, NULL, &list, NULL, &e) < 0) {
+		log_info(2, "Cannot read the node's Synced Events", "node", node, "err", e.msg, NULL);
+		goto out;
+	}
+	if (jsonx_array(list, "", "items", 0, &items, &n, &e) < 0)
+		goto out;
+	for (i = 0; i < n; i++) {
+		const char *msg = NULL;
+
+		if (jsonx_str(json_object_array_get_idx(items, i), "items[]", "message", 0, &msg,
+		    NULL, &e) < 0 || msg == NULL)
+			continue;
+		/* kubelet-reported on any Event wins: never approve on doubt */
+		if (strstr(msg, CSRCTL_SYNCED_KUBELET) != NULL) {
+			src = CSRCTL_SOURCE_KUBELET;
+			break;
+		}
+		src = CSRCTL_SOURCE_CLOUD;
+	}
+out:
+	json_object_put(list);
+	free(path);
+	free(sel);
+	return src;
+}
+
+/* csrctl_decide PUTs obj (the listed request, borrowed) to /approval with
+ * one more condition. */
+static int
+csrctl_decide(struct csrctl *c, json_object *obj, const char *name, const char *type,
+    const char *reason, const char *message, struct errbuf *e)
+{
+	json_object *st = NULL, *conds = NULL, *cond;
+	char *path = NULL;
+	int r;
+
+	if (!json_object_object_get_ex(obj, "status", &st) ||
+	    !json_object_is_type(st, json_type_object)) {
+		st = xcheck(json_object_new_object());
+		json_object_object_add(obj, "status", st);
+	}
+	if (!json_object_object_get_ex(st, "conditions", &conds) ||
+	    !json_object_is_type(conds, json_type_array)) {
+		conds = xcheck(json_object_new_array());
+		json_object_object_add(st, "conditions", conds);
+	}
+	cond = xcheck(json_object_new_object());
+	json_object_object_add(cond, "type", xcheck(json_object_new_string(type)));
+	json_object_object_add(cond, "status", xcheck(json_object_new_string("True")));
+	json_object_object_add(cond, "reason", xcheck(json_object_new_string(reason)));
+	json_object_object_add(cond, "message", xcheck(json_object_new_string(message)));
+	json_object_array_add(conds, cond);
+	r = kube_path(&path, "/apis/certificates.k8s.io/v1", NULL, "certificatesigningrequests",
+	    name, "approval", NULL);
+	if (r == 0)
+		r = kube_update(&c->client, path, obj, NULL, e);
+	free(path);
+	return r;
+}
+
+static void
+csrctl_ref(const char *name, const char *uid, struct events_ref *ref)
+{
+	memset(ref, 0, sizeof(*ref));
+	ref->kind = "CertificateSigningRequest";
+	ref->api_version = "certificates.k8s.io/v1";
+	ref->name = name;
+	ref->uid = uid;
+}
+
+/* csrctl_one checks one listed request and acts on it. */
+static void
+csrctl_one(struct csrctl *c, json_object *obj)
+{
+	struct csrctl_request q;
+	struct events_ref ref;
+	struct errbuf e = { "" }, we = { "" };
+	const struct store_obj *no = NULL;
+	const char *check = NULL, *node, *uid = NULL, *rv = NULL;
+	json_object *md = NULL;
+	char *key = NULL;
+	int r;
+
+	memset(&q, 0, sizeof(q));
+	if (csrctl_request_decode(obj, &q, &e) < 0) {
+		log_info(2, "Skipping a CertificateSigningRequest", "err", e.msg, NULL);
+		return;
+	}
+	if (q.decided || strcmp(q.signer, CSRCTL_SIGNER) != 0)
+		goto out;
+	if (jsonx_object(obj, "", "metadata", 0, &md, NULL) == 0 && md != NULL) {
+		jsonx_str(md, "metadata", "uid", 0, &uid, NULL, NULL);
+		jsonx_str(md, "metadata", "resourceVersion", 0, &rv, NULL, NULL);
+	}
+	node = csrctl_node_name(&q);
+	if (node != NULL)
+		no = store_get(reflector_store(c->cfg.nodes), node);
+	r = csrctl_check(&q, no ? kube_node_of(no) : NULL,
+	    no ? csrctl_node_source(c, node) : CSRCTL_SOURCE_UNKNOWN, c->cfg.trust_kubelet,
+	    &check, &e);
+	csrctl_ref(q.name, uid, &ref);
+	if (r == 0) {
+		char *msg = xasprintf("every address the request names is node %s's, as the "
+		    "cloud-node controller verified", node);
+
+		r = csrctl_decide(c, obj, q.name, "Approved", CSRCTL_REASON_APPROVED, msg, &we);
+		if (r == 0) {
+			log_info(0, "Approved kubelet serving certificate request", "csr", q.name,
+			    "node", node, NULL);
+			metric_add(csrctl_m_decisions, 1, "approved", "none");
+		} else if (!stop_requested(&c->stop)) {
+			log_info(r == ERR_CONFLICT || r == ERR_NOT_FOUND ? 2 : 0,
+			    "Cannot approve a kubelet serving certificate request; next pass",
+			    "csr", q.name, "err", we.msg, NULL);
+		}
+		free(msg);
+		goto out;
+	}
+	key = xasprintf("%s/%s", q.name, rv ? rv : "");
+	if (c->cfg.deny) {
+		r = csrctl_decide(c, obj, q.name, "Denied", CSRCTL_REASON_DENIED, e.msg, &we);
+		if (r == 0) {
+			log_info(0, "Denied kubelet serving certificate request", "csr", q.name,
+			    "check", check, "reason", e.msg, NULL);
+			metric_add(csrctl_m_decisions, 1, "denied", check);
+			if (c->cfg.events)
+				events_record(c->cfg.events, &ref, EVENTS_WARNING, CSRCTL_REASON_DENIED,
+				    e.msg);
+		} else if (!stop_requested(&c->stop)) {
+			log_info(2, "Cannot deny a kubelet serving certificate request; next pass",
+			    "csr", q.name, "err", we.msg, NULL);
+		}
+		goto out;
+	}
+	if (hmap_get(&c->reported, key) != NULL)
+		goto out;
+	if (hmap_len(&c->reported) >= CSRCTL_SEEN_MAX) {
+		/* forgetting only means reporting some requests once more */
+		hmap_free(&c->reported, NULL);
+		hmap_init(&c->reported, HMAP_COPY_KEYS);
+	}
+	hmap_put(&c->reported, key, (void *)1);
+	log_warn("Kubelet serving certificate request left pending", "csr", q.name,
+	    "check", check, "reason", e.msg, NULL);
+	metric_add(csrctl_m_decisions, 1, "pending", check);
+	if (c->cfg.events)
+		events_record(c->cfg.events, &ref, EVENTS_WARNING, CSRCTL_REASON_REFUSED, e.msg);
+out:
+	free(key);
+	store_obj_unref(no);
+	csrctl_request_free(&q);
+}
+
+/* csrctl_pass lists the kubelet-serving requests page by page. */
+static void
+csrctl_pass(struct csrctl *c)
+{
+	char *cont = NULL, limit[16];
+
+	snprintf(limit, sizeof(limit), "%d", CSRCTL_PAGE_LIMIT);
+	do {
+		json_object *list = NULL, *items = NULL, *md = NULL;
+		struct errbuf e = { "" };
+		const char *next = NULL;
+		char *path = NULL;
+		size_t n = 0, i;
+		int r;
+
+		r = kube_path(&path, "/apis/certificates.k8s.io/v1", NULL,
+		    "certificatesigningrequests", NULL, NULL, "fieldSelector",
+		    "spec.signerName=" CSRCTL_SIGNER, "limit", limit, "continue", cont, NULL);
+		if (r == 0)
+			r = kube_request(&c->client, "GET", path, NULL, NULL, &list, NULL, &e);
+		free(path);
+		free(cont);
+		cont = NULL;
+		if (r == 0)
+			r = jsonx_array(list, "", "items", 0, &items, &n, &e);
+		if (r < 0) {
+			if (!stop_requested(&c->stop))
+				log_warn("Cannot list kubelet serving certificate requests; next pass",
+				    "err", e.msg, NULL);
+			json_object_put(list);
+			break;
+		}
+		for (i = 0; i < n && !stop_requested(&c->stop); i++)
+			csrctl_one(c, json_object_array_get_idx(items, i));
+		if (jsonx_object(list, "", "metadata", 0, &md, NULL) == 0 && md != NULL &&
+		    jsonx_str(md, "metadata", "continue", 0, &next, NULL, NULL) == 0 &&
+		    next != NULL && next[0] != '\0')
+			cont = xstrdup(next);
+		json_object_put(list);
+	} while (cont != NULL && !stop_requested(&c->stop));
+	free(cont);
+}
+
+static void *
+csrctl_main(void *arg)
+{
+	struct csrctl *c = arg;
+
+	while (!reflector_wait_synced(c->cfg.nodes, 200 * NS_PER_MS))
+		if (stop_sleep(&c->stop, 200 * NS_PER_MS))
+			return NULL;
+	log_info(2, "Kubelet serving CSR approver started", "deny", c->cfg.deny ? "true" : "false",
+	    "trust-kubelet-addresses", c->cfg.trust_kubelet ? "true" : "false", NULL);
+	do
+		csrctl_pass(c);
+	while (!stop_sleep(&c->stop, c->cfg.period_ns));
+	csr_thread_done();
+	return NULL;
+}
+
+int
+csrctl_start(const struct csrctl_config *cfg, struct csrctl **ret, struct errbuf *e)
+{
+	struct csrctl *c;
+	int rc;
+
+	if (cfg->kc == NULL || cfg->nodes == NULL)
+		return errbuf_set(e, ERR_INTERNAL, "csr-approver: no kubeconfig or Node cache");
+	pthread_once(&csrctl_metrics_once, csrctl_metrics_init);
+	c = xcalloc(1, sizeof(*c));
+	c->cfg = *cfg;
+	if (c->cfg.period_ns <= 0)
+		c->cfg.period_ns = CSRCTL_PERIOD_NS;
+	stop_init(&c->stop);
+	hmap_init(&c->reported, HMAP_COPY_KEYS);
+	c->user_agent = xstrdup(cfg->user_agent ? cfg->user_agent : "bootccm");
+	c->cfg.user_agent = c->user_agent;
+	kube_client_init(&c->client, cfg->kc, c->user_agent);
+	kube_client_set_stop(&c->client, &c->stop);
+	rc = pthread_create(&c->thread, NULL, csrctl_main, c);
+	if (rc != 0) {
+		csrctl_free(c);
+		return errbuf_set(e, ERR_INTERNAL, "csr-approver: cannot start a thread: %s",
+		    strerror(rc));
+	}
+	c->started = 1;
+	*ret = c;
+	return 0;
+}
+
+void
+csrctl_stop(struct csrctl *c)
+{
+	if (c == NULL)
+		return;
+	stop_request(&c->stop);
+	if (c->client.http)
+		http_client_abort(c->client.http);
+	if (c->started) {
+		pthread_join(c->thread, NULL);
+		c->started = 0;
+	}
+}
+
+void
+csrctl_free(struct csrctl *c)
+{
+	if (c == NULL)
+		return;
+	csrctl_stop(c);
+	if (c->client.http)
+		kube_client_cleanup(&c->client);
+	hmap_free(&c->reported, NULL);
+	free(c->user_agent);
+	stop_destroy(&c->stop);
+	free(c);
 }

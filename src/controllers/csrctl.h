@@ -21,24 +21,51 @@
  *   dns-san     every DNS SAN is one of its Hostname, InternalDNS or
  *               ExternalDNS addresses
  *
- * Contract: pure, never logs; messages name the request and the failed
- * check. Only the decision lives here so far: the controller that lists
- * pending requests and approves them through /approval is not built yet. */
+ * The controller (csrctl_start): leader only, level-triggered and
+ * idempotent. Every CSRCTL_PERIOD_NS (and at once when it starts) a pass
+ * LISTs the requests of signer kubernetes.io/kubelet-serving (a field
+ * selector, pages of CSRCTL_PAGE_LIMIT) and checks each pending one (no
+ * Approved or Denied condition) against the Node cache. One that passes
+ * gets an Approved condition (reason CSRCTL_REASON_APPROVED) through the
+ * /approval subresource, with the listed resourceVersion as precondition;
+ * one that fails stays pending, with a Warning Event CSRCTL_REASON_REFUSED
+ * on it and a log line naming the failed check, once per resourceVersion of
+ * the request; with deny set (--csr-deny) it gets a Denied condition
+ * instead (reason CSRCTL_REASON_DENIED). A Node's source is told by the
+ * Synced Event the cloud-node controller recorded on it: "what its kubelet
+ * reported" is CSRCTL_SOURCE_KUBELET, any other source CLOUD, and no such
+ * Event (Events expire after an hour) UNKNOWN: never approved on doubt.
+ * A request another actor decides between the list and the write gets a
+ * conflict and is looked at again next pass.
+ *
+ * Contract of the checks: pure, never logs; messages name the request and
+ * the failed check. */
 #ifndef BOOTCCM_CONTROLLERS_CSRCTL_H
 #define BOOTCCM_CONTROLLERS_CSRCTL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <json-c/json.h>
 
 #include "err.h"
+#include "kube/events.h"
 #include "kube/node.h"
+#include "kube/reflector.h"
+#include "kubeconfig.h"
 
 #define CSRCTL_SIGNER "kubernetes.io/kubelet-serving"
 #define CSRCTL_NODE_USER_PREFIX "system:node:"
 #define CSRCTL_NODES_GROUP "system:nodes"
 #define CSRCTL_GROUPS_MAX 64   /* spec.groups entries */
 #define CSRCTL_USAGES_MAX 32   /* spec.usages entries */
+#define CSRCTL_PERIOD_NS (5 * 1000000000LL)  /* between passes */
+#define CSRCTL_PAGE_LIMIT 500                /* requests per LIST page */
+#define CSRCTL_SEEN_MAX 10000                /* requests remembered as reported */
+#define CSRCTL_REASON_APPROVED "AutoApproved"
+#define CSRCTL_REASON_DENIED "AutoDenied"
+#define CSRCTL_REASON_REFUSED "KubeletServingCSRNotApproved"
+#define CSRCTL_SYNCED_KUBELET "what its kubelet reported"   /* nodectl's Synced Event */
 
 /* A request as the checks read it (csrctl_request_decode). */
 struct csrctl_request {
@@ -76,6 +103,30 @@ void csrctl_request_free(struct csrctl_request *r);
 int csrctl_check(const struct csrctl_request *r, const struct kube_node *node,
     enum csrctl_source source, int trust_kubelet, const char **ret_check,
     struct errbuf *e);
+
+struct csrctl_config {
+	struct kubeconfig *kc;       /* borrowed; outlives the controller */
+	struct reflector *nodes;     /* the Node cache (synced or not yet) */
+	struct events *events;       /* NULL: no Events */
+	int trust_kubelet;           /* --csr-trust-kubelet-addresses */
+	int deny;                    /* --csr-deny */
+	int64_t period_ns;           /* 0: CSRCTL_PERIOD_NS */
+	const char *user_agent;      /* NULL: "bootccm" */
+};
+
+struct csrctl;
+
+/* csrctl_start copies cfg and starts the controller's thread; its first
+ * pass waits for the Node cache to sync. Returns 0 or ERR_INTERNAL (no
+ * kubeconfig or cache, or a thread that did not start; *ret untouched). */
+int csrctl_start(const struct csrctl_config *cfg, struct csrctl **ret,
+    struct errbuf *e);
+
+/* csrctl_stop ends the pass in progress and joins the thread: nothing is
+ * written after it returns. Idempotent. csrctl_free stops c if needed and
+ * frees it; NULL is fine. */
+void csrctl_stop(struct csrctl *c);
+void csrctl_free(struct csrctl *c);
 
 /* csrctl_node_name returns the Node name spec.username names, or NULL when
  * it is not system:node:NAME. */

@@ -131,6 +131,7 @@ FIELD_LABELS = {
                "involvedObject.fieldPath", "reason", "reportingComponent",
                "source", "type"],
     "secrets": ["type"],
+    "certificatesigningrequests": ["spec.signerName"],
     "nodes": ["spec.unschedulable"],
     "namespaces": ["status.phase"],
     "services": ["spec.clusterIP", "spec.type"],

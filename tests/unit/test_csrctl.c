@@ -118,7 +118,7 @@ TEST(each_check_fails_alone)
 	CHECK(request(CSR_P256, "kubernetes.io/kube-apiserver-client-kubelet", "system:node:node-a",
 	    GOOD_GROUPS, GOOD_USAGES, NULL, &q) == 0);
 	CHECK_STR(check(&q, n, CSRCTL_SOURCE_CLOUD, 0, &e), "signer");
-	CHECK_CONTAINS(e.msg, "certificatesigningrequest csr-1: check signer: signer "
+	CHECK_CONTAINS(e.msg, "certificatesigningrequest csr-1: not approved (check signer): signer "
 	    "kubernetes.io/kube-apiserver-client-kubelet is not kubernetes.io/kubelet-serving");
 	csrctl_request_free(&q);
 
