@@ -154,7 +154,7 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	{ "cloud-config", FLAG_STRING, O(cloud_config), NULL,
 	  "The path to the cloud provider configuration file (YAML). Empty string for no configuration file.", 0 },
 	{ "controllers", FLAG_STRING, O(controllers), "*",
-	  "Comma-separated controllers to enable: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo. All: cloud-node, cloud-node-lifecycle, route, service, csr-approver (off by default).", 0 },
+	  "Comma-separated controllers to enable: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo; csr-approver is off by default. All: cloud-node, cloud-node-lifecycle, route, service, csr-approver.", 0 },
 	{ "cluster-name", FLAG_STRING, O(cluster_name), "kubernetes",
 	  "The instance prefix for the cluster (used in load-balancer names).", 0 },
 	{ "cluster-cidr", FLAG_STRING, O(cluster_cidr), NULL,
