@@ -21,37 +21,21 @@ PYTHON=${PYTHON:-/usr/bin/python3}
 out="$BUILD/bench"
 mkdir -p "$out"
 
-# the Makefile's warnings
-WARN="-Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wmissing-prototypes -Wpointer-arith
-	-Wformat=2 -Wvla -Wno-format-truncation"
-LIBS="-lcurl -lwolfssl -ljson-c -lyaml -lm"
-
 # The benchmark links the project's own modules from an archive of all of
-# them, so the linker takes the ones it uses (the watch splitter, the Node
-# decoder, the store and whatever they build on) without a list here that
-# would go stale.
-# core_srcs TLS: every source of the product but main.c, with the TLS glue TLS
-# (src/tlsctx_wolfssl.c for the static build, src/tlsctx_blob.c for glibc).
-core_srcs() {
-	for f in src/*.c src/*/*.c providers/*/*.c; do
-		case $f in src/main.c|src/tlsctx_*.c) [ "$f" = "$1" ] || continue ;; esac
-		echo "$f"
-	done
-}
+# them (bench/archives.sh), so the linker takes the ones it uses (the watch
+# splitter, the Node decoder, the store and whatever they build on).
+. bench/archives.sh
 
 REFLECTOR=${REFLECTOR:-1}
 variants=""
 if command -v musl-gcc >/dev/null 2>&1; then
-	# the objects of the shipped binary, as `make` builds them (-Os)
-	make -s BUILD="$BUILD" static >/dev/null
-	rm -f "$out/libbootccm-musl.a"
-	for f in $(core_srcs src/tlsctx_wolfssl.c); do
-		ar rcs "$out/libbootccm-musl.a" "$BUILD/static/${f%.c}.o"
-	done
+	# the objects of the shipped binary and its allocator, linked as the
+	# Makefile links bootccm
+	bench_musl_archive
 	# shellcheck disable=SC2086
 	musl-gcc -std=gnu11 -Os $WARN -D_GNU_SOURCE -Isrc -I"$BUILD/deps/include" -static \
-		-Wl,--gc-sections -o "$out/cache_memory-musl" bench/cache_memory.c "$out/libbootccm-musl.a" \
-		-L"$BUILD/deps/lib" $LIBS
+		-Wl,--gc-sections -o "$out/cache_memory-musl" "$MIMALLOC" \
+		bench/cache_memory.c "$out/libbootccm-musl.a" -L"$BUILD/deps/lib" $LIBS
 	variants="musl"
 	if [ "$REFLECTOR" = 1 ]; then
 		# shellcheck disable=SC2086
@@ -60,22 +44,14 @@ if command -v musl-gcc >/dev/null 2>&1; then
 			-o "$out/cache_memory-reflector.o"
 		# shellcheck disable=SC2086
 		musl-gcc -static -Wl,--gc-sections -o "$out/cache_memory-reflector" \
-			"$out/cache_memory-reflector.o" "$out/libbootccm-musl.a" -L"$BUILD/deps/lib" \
-			$LIBS
+			"$MIMALLOC" "$out/cache_memory-reflector.o" \
+			"$out/libbootccm-musl.a" -L"$BUILD/deps/lib" $LIBS
 	fi
 else
 	echo "cache_memory: no musl-gcc: measuring the glibc build only" >&2
-	make -s BUILD="$BUILD" "$BUILD/gen/version.h"
 fi
 # the glibc variant: every module compiled here with -O2
-rm -rf "$out/glibc-obj" "$out/libbootccm-glibc.a"
-for f in $(core_srcs src/tlsctx_blob.c); do
-	o="$out/glibc-obj/${f%.c}.o"
-	mkdir -p "$(dirname "$o")"
-	# shellcheck disable=SC2086
-	gcc -std=gnu11 -O2 $WARN -D_GNU_SOURCE -Isrc -I"$BUILD/gen" -c "$f" -o "$o"
-	ar rcs "$out/libbootccm-glibc.a" "$o"
-done
+bench_glibc_archive
 # shellcheck disable=SC2086
 gcc -std=gnu11 -O2 $WARN -D_GNU_SOURCE -Isrc -o "$out/cache_memory-glibc" bench/cache_memory.c \
 	-Wl,--as-needed "$out/libbootccm-glibc.a" $LIBS -lpthread
@@ -125,7 +101,8 @@ fi
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
 keys = ("json_bytes_per_node", "store_bytes_per_node", "store_bytes", "rss_start_kib",
-        "rss_kib", "hwm_kib", "rss_per_node_bytes", "list_seconds", "watch_seconds")
+        "rss_kib", "hwm_kib", "rss_per_node_bytes", "list_seconds", "watch_seconds",
+        "list_cpu_seconds", "watch_cpu_seconds", "generate_cpu_seconds")
 print()
 print("medians:")
 groups = {}
@@ -135,18 +112,20 @@ for (v, images), rs in sorted(groups.items()):
     if v == "reflector":
         m = {k: statistics.median(r[k] for r in rs) for k in
              ("store_bytes_per_node", "store_bytes", "rss_start_kib", "rss_kib", "hwm_kib",
-              "sync_seconds")}
+              "sync_seconds", "sync_cpu_seconds")}
         print("  %-9s images=%-2d nodes=%d runs=%d  store %4.0f B/node (%.2f MiB)  "
-              "RSS %.2f MiB (start %.2f)  peak %.2f MiB  sync %.1fs"
+              "RSS %.2f MiB (start %.2f)  peak %.2f MiB  sync %.1fs (CPU %.2fs)"
               % (v, images, rs[0]["nodes"], len(rs), m["store_bytes_per_node"],
                  m["store_bytes"] / 1048576, m["rss_kib"] / 1024, m["rss_start_kib"] / 1024,
-                 m["hwm_kib"] / 1024, m["sync_seconds"]))
+                 m["hwm_kib"] / 1024, m["sync_seconds"], m["sync_cpu_seconds"]))
         continue
     m = {k: statistics.median(r[k] for r in rs) for k in keys}
     print("  %-9s images=%-2d nodes=%d runs=%d  JSON %6.0f B/node  store %4.0f B/node "
-          "(%.2f MiB)  RSS %.2f MiB (start %.2f)  peak %.2f MiB  list %.2fs watch %.2fs"
+          "(%.2f MiB)  RSS %.2f MiB (start %.2f)  peak %.2f MiB  list %.2fs watch %.2fs  "
+          "CPU: list %.2fs watch %.2fs (generating the JSON %.2fs of each)"
           % (v, images, rs[0]["nodes"], len(rs), m["json_bytes_per_node"],
              m["store_bytes_per_node"], m["store_bytes"] / 1048576, m["rss_kib"] / 1024,
              m["rss_start_kib"] / 1024, m["hwm_kib"] / 1024, m["list_seconds"],
-             m["watch_seconds"]))
+             m["watch_seconds"], m["list_cpu_seconds"], m["watch_cpu_seconds"],
+             m["generate_cpu_seconds"]))
 PY

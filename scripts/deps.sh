@@ -1,17 +1,18 @@
 #!/bin/sh
 # deps.sh - build bootccm's static musl dependencies (libcurl, wolfSSL, json-c,
-# libyaml) from Debian's source packages into a cache outside the source tree.
+# libyaml, and the mimalloc allocator) from Debian's source packages into a
+# cache outside the source tree.
 #
 #   scripts/deps.sh ensure BUILD_DIR   build the libraries if the cache lacks them,
 #                                      then point BUILD_DIR/deps at the prefix and
 #                                      write BUILD_DIR/deps.key (only if it changed)
-#   scripts/deps.sh versions           print "name version" of the four Debian
+#   scripts/deps.sh versions           print "name version" of the five Debian
 #                                      source packages, one per line
 #   scripts/deps.sh prefix             print the install prefix (does not build)
 #   scripts/deps.sh key                print the cache key (does not build)
 #
 # Cache: ${BOOTCCM_DEPS_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bootccm/deps}/<key>
-# The key is made of the four Debian source versions and a hash of this file, so
+# The key is made of the five Debian source versions and a hash of this file, so
 # a new Debian upload or a change of any flag below builds a fresh prefix.
 # See docs/build.md.
 set -eu
@@ -26,7 +27,7 @@ self="$self_dir/$(basename "$0")"
 [ -r "$self" ] || die "cannot read $self"
 
 # Debian source packages (the build order is wolfssl first: curl needs it).
-SOURCES="curl wolfssl json-c libyaml"
+SOURCES="curl wolfssl json-c libyaml mimalloc"
 # Build tools; installed with apt-get when missing (as root).
 TOOLS="musl-tools musl-dev gcc make dpkg-dev patch xz-utils autoconf automake libtool cmake pkg-config"
 
@@ -205,6 +206,9 @@ fetch() { # fetch SOURCE: download into $DL, unpack into $WORK/src/SOURCE
 
 # --enable-certgen and WOLFSSL_ALT_NAMES: the serving endpoint (src/serve.c)
 # generates its self-signed certificate, with SANs, in memory at start.
+# --enable-aesni: AES-GCM (every TLS record) with AES-NI and PCLMULQDQ when
+# the CPU has them (checked at run time; the C code otherwise): the software
+# AES and GHASH were a fifth of a node burst's CPU.
 build_wolfssl() {
 	s=wolfssl log="$LOGS/$s.log" v=$(version_of $s)
 	cd "$WORK/src/$s"
@@ -223,6 +227,7 @@ build_wolfssl() {
 		--enable-ip-alt-name \
 		--enable-certgen \
 		--enable-curve25519 \
+		--enable-aesni \
 		--disable-sys-ca-certs \
 		--disable-examples --disable-crypttests --disable-benchmark
 	say "$s $v: make"
@@ -277,20 +282,30 @@ build_curl() {
 	run "$log" "$s: install libcurl.pc" make install-pkgconfigDATA
 }
 
-build_json_c() {
-	s=json-c log="$LOGS/$s.log" v=$(version_of $s)
+# build_cmake SOURCE CFLAGS CMAKE-ARGS...: configure a cmake project in
+# SOURCE's tree (a _build directory) for musl, Release with CFLAGS, into the
+# staging prefix with its libraries in lib/; make and install.
+build_cmake() {
+	s=$1 cflags=$2
+	shift 2
+	log="$LOGS/$s.log" v=$(version_of "$s")
 	mkdir -p "$WORK/src/$s/_build"
 	cd "$WORK/src/$s/_build"
 	say "$s $v: configure"
 	run "$log" "$s: cmake" env CC=musl-gcc cmake -G "Unix Makefiles" .. \
 		-DCMAKE_BUILD_TYPE=Release \
-		-DCMAKE_C_FLAGS_RELEASE="$OPT_CFLAGS -DNDEBUG" \
+		-DCMAKE_C_FLAGS_RELEASE="$cflags -DNDEBUG" \
 		-DCMAKE_INSTALL_PREFIX="$STAGE" \
 		-DCMAKE_INSTALL_LIBDIR=lib \
-		-DBUILD_SHARED_LIBS=OFF -DBUILD_TESTING=OFF -DDISABLE_EXTRA_LIBS=ON
+		"$@"
 	say "$s $v: make"
 	run "$log" "$s: make" make -j"$JOBS"
 	run "$log" "$s: make install" make install
+}
+
+build_json_c() {
+	build_cmake json-c "$OPT_CFLAGS" \
+		-DBUILD_SHARED_LIBS=OFF -DBUILD_TESTING=OFF -DDISABLE_EXTRA_LIBS=ON
 }
 
 build_libyaml() {
@@ -305,6 +320,25 @@ build_libyaml() {
 	say "$s $v: make"
 	run "$log" "$s: make" make -j"$JOBS"
 	run "$log" "$s: make install" make install
+}
+
+# mimalloc replaces musl's allocator (mallocng) in the static binary: the
+# Makefile links lib/mimalloc.o, the single object mimalloc builds for static
+# overriding, ahead of libc, so malloc, free and the rest resolve to it (musl
+# keeps its own allocator for its few internal users: locales, time zones,
+# atexit past 32 handlers). Built -O2, not -Os like the libraries: it is the
+# hot path of every JSON parse, and -O2 costs 12 KiB. No shared or static
+# library, no tests; MI_OVERRIDE (the default) is spelled out because it is
+# the point. See docs/build.md.
+build_mimalloc() {
+	build_cmake mimalloc "-O2 -ffunction-sections -fdata-sections" \
+		-DMI_INSTALL_TOPLEVEL=ON \
+		-DMI_OVERRIDE=ON \
+		-DMI_BUILD_SHARED=OFF -DMI_BUILD_STATIC=OFF -DMI_BUILD_OBJECT=ON \
+		-DMI_BUILD_TESTS=OFF
+	[ -f "$STAGE/lib/mimalloc.o" ] || die "mimalloc: lib/mimalloc.o was not installed"
+	# its cmake and pkg-config files describe the libraries not built here
+	rm -rf "$STAGE/lib/cmake/mimalloc" "$STAGE/lib/pkgconfig/mimalloc.pc"
 }
 
 # Remove build trees that failed or interrupted runs of other keys left behind,
@@ -373,6 +407,8 @@ build_all() {
 	say "json-c: $((t3 - t2)) s"
 	build_libyaml; t4=$(date +%s)
 	say "libyaml: $((t4 - t3)) s"
+	build_mimalloc; t5=$(date +%s)
+	say "mimalloc: $((t5 - t4)) s"
 	cd "$CACHE"
 
 	# The staging prefix is baked into pkg-config and libtool files: point them

@@ -630,14 +630,17 @@ daemon_informers(struct daemon *d, struct errbuf *e)
 	    (r = reflector_start(rn, e)) < 0 ||
 	    (r = reflector_start(rs, e)) < 0 ||
 	    (d->nodectl && (r = nodectl_start(d->nodectl, e)) < 0)) {
+		/* as at the end of daemon_run: handlers stop, then controllers */
+		reflector_stop(rn);
+		reflector_stop(rs);
 		nodectl_free(d->nodectl);
 		d->nodectl = NULL;
-		reflector_free(rn);
-		routectl_free(d->routectl);   /* after its reflector: its handlers */
+		routectl_free(d->routectl);
 		d->routectl = NULL;
-		reflector_free(rs);
-		servicectl_free(d->servicectl);  /* its handlers ran on both */
+		servicectl_free(d->servicectl);
 		d->servicectl = NULL;
+		reflector_free(rn);
+		reflector_free(rs);
 		return r;
 	}
 	__atomic_store_n(&d->nodes, rn, __ATOMIC_RELEASE);
@@ -800,13 +803,17 @@ stop:
 	serve_stop();
 	lease_free(d.lease);
 	nodelifecycle_free(d.lifecycle);
+	/* the reflectors' threads call the controllers' handlers: they stop
+	 * first; the caches stay readable until they are freed, after the
+	 * controllers whose workers read them */
+	reflector_stop(d.nodes);
+	reflector_stop(d.services);
 	csrctl_free(d.csrctl);      /* it reads the node cache and records Events */
-	nodectl_free(d.nodectl);    /* its workers read the node cache */
-	routectl_stop(d.routectl);  /* its passes read it too */
+	nodectl_free(d.nodectl);
+	routectl_free(d.routectl);
+	servicectl_free(d.servicectl);
 	reflector_free(d.nodes);
-	routectl_free(d.routectl);  /* after its reflector: its handlers */
 	reflector_free(d.services);
-	servicectl_free(d.servicectl);  /* after the reflectors: its handlers ran on them */
 	if (d.events)
 		events_stop(d.events, 2 * NS_PER_S);
 	events_free(d.events);

@@ -3,14 +3,20 @@
 
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "rfc3339.h"
+#include "xalloc.h"
 
 /* The grammar check. json-c's strict mode still takes single-quoted keys,
  * NaN, Infinity, "1." and raw control bytes in strings, all of which Go's
  * encoding/json (the API server's, and every cloud's) refuses; this one pass
- * over the text refuses them first, so one standard holds. */
+ * over the text refuses them first, so one standard holds. It also checks
+ * the UTF-8 of strings, with json-c's rules (a lead byte and as many
+ * continuation bytes as it announces), so json-c need not check every byte
+ * again, and it is where a parse that keeps only some members (struct
+ * jsonx_keep) writes the text json-c then builds its tree from. */
 
 enum jsonx_state {
 	JSONX_VALUE,         /* a value must come */
@@ -39,23 +45,56 @@ jsonx_is_hex(char c)
 	return jsonx_is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
 }
 
+/* The bytes a string scan must stop at: the quote, the backslash, control
+ * bytes and the start of a UTF-8 sequence; most bytes of a document are
+ * none of them. */
+static const unsigned char jsonx_str_stop[256] = {
+	[0x00 ... 0x1f] = 1, ['"'] = 1, ['\\'] = 1, [0x80 ... 0xff] = 1,
+};
+
 /* jsonx_scan_string checks the string whose '"' is at s[*i], and moves *i
- * past its closing quote. Returns 0 or -1 with *i at the fault. */
+ * past its closing quote. *ret_esc tells whether it holds an escape.
+ * Returns 0, -1 with *i at the fault, or -2 for bad UTF-8 at *i. */
 static int
-jsonx_scan_string(const char *s, size_t len, size_t *i)
+jsonx_scan_string(const char *s, size_t len, size_t *i, int *ret_esc)
 {
 	size_t p = *i + 1;
+	int esc = 0;
 
 	for (; p < len; p++) {
-		unsigned char c = (unsigned char)s[p];
+		unsigned char c;
+		while (p < len && !jsonx_str_stop[(unsigned char)s[p]])
+			p++;
+		if (p == len)
+			break;
+		c = (unsigned char)s[p];
 		if (c == '"') {
 			*i = p + 1;
+			*ret_esc = esc;
 			return 0;
 		}
 		if (c < 0x20)
 			break;
+		if (c >= 0x80) {
+			/* json-c's rules: the lead byte's count of continuation
+			 * bytes, each 10xxxxxx */
+			size_t n = (c & 0xe0) == 0xc0 ? 1 : (c & 0xf0) == 0xe0 ? 2 :
+			    (c & 0xf8) == 0xf0 ? 3 : 0;
+			if (n == 0 || len - p <= n) {
+				*i = p;
+				return -2;
+			}
+			for (size_t k = 1; k <= n; k++)
+				if (((unsigned char)s[p + k] & 0xc0) != 0x80) {
+					*i = p + k;
+					return -2;
+				}
+			p += n;
+			continue;
+		}
 		if (c != '\\')
 			continue;
+		esc = 1;
 		if (++p >= len)
 			break;
 		if (s[p] == 'u') {
@@ -110,18 +149,61 @@ bad:
 	return -1;
 }
 
+/* The text a parse with a keep list builds its tree from: the kept members
+ * of each filtered object, copied. It is never longer than the input: every
+ * comma written stands for one the input had before that member. */
+struct jsonx_out {
+	char *buf;
+	size_t len;
+	int filtered;            /* the top-level object was filtered */
+};
+
+static void
+jsonx_emit(struct jsonx_out *o, const char *p, size_t n)
+{
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
+}
+
+/* What a filtered object does with the member whose key was just read. */
+enum { JSONX_DROP, JSONX_WHOLE, JSONX_FILTER };
+
+/* jsonx_keep_find: the keep entry naming the key s[0..n) (no escapes in
+ * it), or NULL. */
+static const struct jsonx_keep *
+jsonx_keep_find(const struct jsonx_keep *k, const char *s, size_t n)
+{
+	for (; k->name != NULL; k++)
+		if (strncmp(k->name, s, n) == 0 && k->name[n] == '\0')
+			return k;
+	return NULL;
+}
+
 /* jsonx_scan checks that s[0..len) is one JSON value, nested at most depth
- * levels, with only whitespace around it. */
+ * levels, with only whitespace around it. With out (and keep), a top-level
+ * object is also written to out->buf with only the members keep names:
+ * filtered further where keep says so (an object value, or the objects of
+ * an array value), copied whole otherwise. A key with an escape in it is
+ * kept whole: the tree json-c builds then holds whatever a full parse would
+ * have for it. "Filtered" containers are written piece by piece; any other
+ * kept value is a region copied in one go when it ends, and a dropped one
+ * a region skipped. */
 static int
-jsonx_scan(const char *s, size_t len, int depth, struct errbuf *e)
+jsonx_scan(const char *s, size_t len, int depth, const struct jsonx_keep *keep,
+    struct jsonx_out *out, struct errbuf *e)
 {
 	char stack[JSONX_DEPTH_MAX];
+	const struct jsonx_keep *fk[JSONX_DEPTH_MAX]; /* a filtered container's list */
+	int emitted[JSONX_DEPTH_MAX];                 /* its members (elements) written */
 	enum jsonx_state st = JSONX_VALUE;
-	int top = 0;
-	size_t i = 0;
+	int top = 0, region = 0, region_top = 0, mode = JSONX_DROP, esc, r = 0;
+	const struct jsonx_keep *member = NULL, *list = NULL;
+	size_t i = 0, region_start = 0, key_start = 0, key_end = 0;
 
 	if (depth > JSONX_DEPTH_MAX)
 		depth = JSONX_DEPTH_MAX;
+	if (keep == NULL)
+		out = NULL;
 	for (;;) {
 		while (i < len && jsonx_is_ws(s[i]))
 			i++;
@@ -137,22 +219,65 @@ jsonx_scan(const char *s, size_t len, int depth, struct errbuf *e)
 				top--;
 				i++;
 				st = JSONX_AFTER;
-				continue;
+				if (out != NULL && region == 0)
+					jsonx_emit(out, "]", 1);  /* an empty filtered array */
+				goto value_done;
 			}
 			/* FALLTHROUGH */
 		case JSONX_VALUE:
+			if (out != NULL && region == 0) {
+				/* a value where the filter decides (no region open) */
+				list = NULL;
+				if (top == 0) {
+					if (c == '{') {
+						out->filtered = 1;
+						list = keep;
+					} else {
+						out = NULL;  /* not an object: kept whole */
+					}
+				} else if (stack[top - 1] == '[') {
+					/* an element of a filtered array: all are kept */
+					if (emitted[top - 1]++)
+						jsonx_emit(out, ",", 1);
+					if (c == '{')
+						list = fk[top - 1];
+					else
+						region = 1;
+				} else if (mode == JSONX_DROP) {
+					region = 2;
+				} else {
+					if (emitted[top - 1]++)
+						jsonx_emit(out, ",", 1);
+					jsonx_emit(out, s + key_start, key_end - key_start);
+					jsonx_emit(out, ":", 1);
+					if (mode == JSONX_FILTER && (c == '{' || c == '['))
+						list = member->members;
+					else
+						region = 1;
+				}
+				if (region) {
+					region_top = top;
+					region_start = i;
+				} else if (out != NULL) {
+					jsonx_emit(out, &c, 1);  /* a filtered container opens */
+				}
+			}
 			if (c == '{' || c == '[') {
 				if (top >= depth)
 					return errbuf_set(e, ERR_INVALID, "not valid JSON: "
 					    "nested deeper than %d levels (at byte %zu)", depth, i);
+				if (out != NULL) {
+					fk[top] = region == 0 ? list : NULL;
+					emitted[top] = 0;
+				}
 				stack[top++] = c;
 				i++;
 				st = c == '{' ? JSONX_KEY_OR_END : JSONX_VALUE_OR_END;
 				continue;
 			}
 			if (c == '"') {
-				if (jsonx_scan_string(s, len, &i) < 0)
-					goto bad;
+				if ((r = jsonx_scan_string(s, len, &i, &esc)) < 0)
+					goto bad_string;
 			} else if (c == '-' || jsonx_is_digit(c)) {
 				if (jsonx_scan_number(s, len, &i) < 0)
 					goto bad;
@@ -166,18 +291,30 @@ jsonx_scan(const char *s, size_t len, int depth, struct errbuf *e)
 				goto bad;
 			}
 			st = JSONX_AFTER;
-			continue;
+			goto value_done;
 		case JSONX_KEY_OR_END:
 			if (c == '}') {
 				top--;
 				i++;
 				st = JSONX_AFTER;
-				continue;
+				if (out != NULL && region == 0)
+					jsonx_emit(out, "}", 1);
+				goto value_done;
 			}
 			/* FALLTHROUGH */
 		case JSONX_KEY:
-			if (c != '"' || jsonx_scan_string(s, len, &i) < 0)
+			if (c != '"')
 				goto bad;
+			key_start = i;
+			if ((r = jsonx_scan_string(s, len, &i, &esc)) < 0)
+				goto bad_string;
+			key_end = i;
+			if (out != NULL && region == 0) {
+				member = esc ? NULL : jsonx_keep_find(fk[top - 1], s + key_start + 1,
+				    key_end - key_start - 2);
+				mode = esc ? JSONX_WHOLE : member == NULL ? JSONX_DROP :
+				    member->members == NULL ? JSONX_WHOLE : JSONX_FILTER;
+			}
 			st = JSONX_COLON;
 			continue;
 		case JSONX_COLON:
@@ -192,16 +329,31 @@ jsonx_scan(const char *s, size_t len, int depth, struct errbuf *e)
 				    "not valid JSON: data after the value (at byte %zu)", i);
 			if (c == ',') {
 				st = stack[top - 1] == '{' ? JSONX_KEY : JSONX_VALUE;
-			} else if ((c == '}' && stack[top - 1] == '{') ||
+				i++;
+				continue;
+			}
+			if ((c == '}' && stack[top - 1] == '{') ||
 			    (c == ']' && stack[top - 1] == '[')) {
 				top--;
-			} else {
-				goto bad;
+				i++;
+				if (out != NULL && region == 0)
+					jsonx_emit(out, &c, 1);  /* a filtered container ends */
+				goto value_done;
 			}
-			i++;
-			continue;
+			goto bad;
+		}
+value_done:
+		/* a value ended at i: the copied or skipped one, if it is that */
+		if (region != 0 && top == region_top) {
+			if (region == 1)
+				jsonx_emit(out, s + region_start, i - region_start);
+			region = 0;
 		}
 	}
+bad_string:
+	if (r == -2)
+		return errbuf_set(e, ERR_INVALID, "not valid JSON: invalid utf-8 string "
+		    "(at byte %zu)", i);
 bad:
 	if (i >= len)
 		return errbuf_set(e, ERR_INVALID, "JSON text cut short (%zu bytes)", len);
@@ -213,24 +365,33 @@ bad:
 }
 
 int
-jsonx_parse(const char *buf, size_t len, int depth, json_object **ret,
-    struct errbuf *e)
+jsonx_parse_keep(const char *buf, size_t len, int depth, const struct jsonx_keep *keep,
+    json_object **ret, struct errbuf *e)
 {
+	struct jsonx_out out = { NULL, 0, 0 };
 	json_tokener *tok;
 	json_object *o;
 	enum json_tokener_error err;
 	size_t end;
+	int r = ERR_INVALID;
 
 	if (len > INT_MAX)
 		return errbuf_set(e, ERR_TOO_LARGE, "JSON text of %zu bytes", len);
 	if (depth < 1 || depth > JSONX_DEPTH_MAX)
 		return errbuf_set(e, ERR_INVALID, "JSON nesting depth %d is not allowed", depth);
-	if (jsonx_scan(buf, len, depth, e) < 0)
-		return ERR_INVALID;
+	if (keep != NULL)
+		out.buf = xmalloc(len ? len : 1);
+	if (jsonx_scan(buf, len, depth, keep, &out, e) < 0)
+		goto out;
+	if (out.filtered) {
+		buf = out.buf;
+		len = out.len;
+	}
 	/* json-c counts the top level too */
-	if ((tok = json_tokener_new_ex(depth + 1)) == NULL)
-		return errbuf_set(e, ERR_INVALID, "JSON nesting depth %d is not allowed", depth);
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	tok = xcheck(json_tokener_new_ex(depth + 1));
+	/* the scan checked the grammar and the UTF-8 already: strict mode
+	 * is a second opinion, per-byte UTF-8 checks would be a second pass */
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	o = json_tokener_parse_ex(tok, buf, (int)len);
 	/* a bare number at the end waits for a terminator: the NUL is one */
 	if (o == NULL && json_tokener_get_error(tok) == json_tokener_continue)
@@ -241,13 +402,25 @@ jsonx_parse(const char *buf, size_t len, int depth, json_object **ret,
 	if (o == NULL || err != json_tokener_success) {
 		json_object_put(o);
 		if (err == json_tokener_continue || err == json_tokener_success)
-			return errbuf_set(e, ERR_INVALID, "JSON text cut short (%zu bytes)", len);
-		return errbuf_set(e, ERR_INVALID, "not valid JSON: %s (at byte %zu)",
-		    json_tokener_error_desc(err), end);
+			errbuf_set(e, ERR_INVALID, "JSON text cut short (%zu bytes)", len);
+		else
+			errbuf_set(e, ERR_INVALID, "not valid JSON: %s (at byte %zu)",
+			    json_tokener_error_desc(err), end);
+		goto out;
 	}
 	/* the scan saw one value and only whitespace after it */
 	*ret = o;
-	return 0;
+	r = 0;
+out:
+	free(out.buf);
+	return r;
+}
+
+int
+jsonx_parse(const char *buf, size_t len, int depth, json_object **ret,
+    struct errbuf *e)
+{
+	return jsonx_parse_keep(buf, len, depth, NULL, ret, e);
 }
 
 const char *

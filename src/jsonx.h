@@ -34,6 +34,27 @@
 int jsonx_parse(const char *buf, size_t len, int depth, json_object **ret,
     struct errbuf *e);
 
+/* What a parse keeps of an object: the members named here, each whole
+ * (members NULL) or filtered by its own list: of an object value only the
+ * members the list names, of an array value every element, the objects
+ * among them filtered by that same list. A list ends with a NULL name. */
+struct jsonx_keep {
+	const char *name;
+	const struct jsonx_keep *members;
+};
+
+/* jsonx_parse_keep is jsonx_parse building only what keep names of a
+ * top-level object: the whole text is held to the same standard, with the
+ * same errors, but the members keep does not name never become objects,
+ * which is most of the work for a decoder that reads a few fields of a
+ * large document (a Node's managedFields and images). A filtered member
+ * whose value is neither an object nor an array, or whose key is written
+ * with an escape, is kept whole, so a getter sees what a full parse would
+ * give it; so is a top-level value that is not an object. keep NULL keeps
+ * everything. */
+int jsonx_parse_keep(const char *buf, size_t len, int depth,
+    const struct jsonx_keep *keep, json_object **ret, struct errbuf *e);
+
 /* jsonx_type_name names a JSON type for messages ("a string", "an object"). */
 const char *jsonx_type_name(enum json_type t);
 

@@ -459,26 +459,13 @@ nodectl_get(struct kube_client *kc, const char *name, const struct kube_node **r
 
 	if ((r = kube_path(&path, "/api/v1", NULL, "nodes", name, NULL, NULL)) < 0)
 		return errbuf_set(e, r, "node %s: bad name", name);
-	r = kube_request(kc, "GET", path, NULL, NULL, &o, NULL, e);
+	r = kube_request_keep(kc, "GET", path, NULL, NULL, kube_node_fields, &o, NULL, e);
 	free(path);
 	if (r == 0) {
 		r = kube_node_decode(o, ret, e);
 		json_object_put(o);
 	}
 	return r;
-}
-
-/* nodectl_rv returns an answer's metadata.resourceVersion, or NULL. */
-static const char *
-nodectl_rv(json_object *o)
-{
-	json_object *md = NULL;
-	const char *rv = NULL;
-
-	if (jsonx_object(o, "", "metadata", JSONX_REQUIRED, &md, NULL) < 0 ||
-	    jsonx_str(md, "metadata", "resourceVersion", JSONX_REQUIRED, &rv, NULL, NULL) < 0)
-		return NULL;
-	return rv;
 }
 
 /* nodectl_patch_node sends ops (nodectl_node_ops) to the Node behind a test
@@ -509,9 +496,9 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
     size_t mid_len, struct errbuf *e)
 {
 	struct cloud_address *addrs;
-	json_object *patch = NULL, *ret = NULL, *ops = NULL;
+	json_object *patch = NULL, *ops = NULL;
 	const char *rv = n->obj.resource_version;
-	char *path = NULL;
+	char *path = NULL, mid[NODECTL_RV_MAX];
 	size_t k = 0;
 	int r;
 
@@ -533,18 +520,14 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
 		if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, "status", NULL)) < 0)
 			goto out;
 		patch = nodectl_status_patch(addrs, k);
-		r = kube_patch_merge(kc, path, patch, rv, &ret, NULL, e);
+		/* the second write is conditional on the first's result: only
+		 * its resourceVersion is read from the answer */
+		r = kube_patch_merge_rv(kc, path, patch, rv, mid, sizeof(mid), e);
 		free(path);
 		path = NULL;
 		if (r < 0)
 			goto out;
-		/* the second write is conditional on the first's result (ret
-		 * lives until out) */
-		if ((rv = nodectl_rv(ret)) == NULL || strlen(rv) >= NODECTL_RV_MAX) {
-			r = errbuf_set(e, ERR_INVALID, "node %s: the status write's answer has no "
-			    "usable metadata.resourceVersion", n->name);
-			goto out;
-		}
+		rv = mid;
 		if (ret_mid_rv != NULL)
 			snprintf(ret_mid_rv, mid_len, "%s", rv);
 	}
@@ -552,13 +535,13 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
 	r = nodectl_patch_node(kc, n->name, ops, rv, e);
 out:
 	json_object_put(patch);
-	json_object_put(ret);
 	json_object_put(ops);
 	free(addrs);
 	return r;
 }
 
-/* nodectl_sync brings one Node where it should be. */
+/* nodectl_sync_node brings one Node where it should be; the caller has
+ * made sure it is not a version this replica has written over. */
 static int
 nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_node *n,
     struct errbuf *e)
@@ -568,7 +551,7 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 	char fallback_err[ERRBUF_MAX], mid_rv[NODECTL_RV_MAX] = "";
 	int r = 0, tries, initialize;
 
-	if (n->deletion_timestamp != 0 || nodectl_stale(c, n))
+	if (n->deletion_timestamp != 0)
 		goto out;
 	initialize = kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL;
 	if (!initialize) {
@@ -633,6 +616,29 @@ out:
 	return r;
 }
 
+/* nodectl_cached returns a new reference to key's Node in the cache (NULL
+ * when absent) and whether this replica has written over that version. The
+ * two are read together under c->mu: a newer version drops the mark only
+ * after the cache holds it (the reflector stores, then calls the handlers,
+ * and nodectl_unmark takes c->mu), so the copy read here is either that
+ * newer version or one whose mark is still there. Read one after the other,
+ * the version between this replica's two writes could lose its mark to the
+ * untaint's arriving in between and be taken for fresh: the same JSON
+ * patch again, refused by its test (422), then a GET. */
+static const struct kube_node *
+nodectl_cached(struct nodectl *c, const char *key, int *ret_stale)
+{
+	const struct store_obj *o;
+
+	pthread_mutex_lock(&c->mu);
+	o = store_get(reflector_store(c->cfg.nodes), key);
+	*ret_stale = 0;
+	if (o != NULL)
+		nodectl_mark_stale(c, kube_node_of(o), ret_stale);
+	pthread_mutex_unlock(&c->mu);
+	return o ? kube_node_of(o) : NULL;
+}
+
 /* nodectl_sync brings the Node called key where it should be, as the cache
  * has it. The local node is read from the API server while the cache does
  * not have it yet: the first LIST of thousands of Nodes takes seconds, and
@@ -642,13 +648,16 @@ out:
 static int
 nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct errbuf *e)
 {
-	const struct store_obj *o = store_get(reflector_store(c->cfg.nodes), key);
-	const struct kube_node *n = NULL;
-	int r;
+	const struct kube_node *n;
+	int r, stale;
 
-	if (o != NULL) {
-		r = nodectl_sync_node(c, kc, kube_node_of(o), e);
-		store_obj_unref(o);
+	if ((n = nodectl_cached(c, key, &stale)) != NULL) {
+		if (c->cfg.cached_read_hook != NULL)
+			c->cfg.cached_read_hook(n, c->cfg.hook_arg);
+		r = stale ? 0 : nodectl_sync_node(c, kc, n, e);
+		if (c->cfg.cached_done_hook != NULL)
+			c->cfg.cached_done_hook(n, r, c->cfg.hook_arg);
+		store_obj_unref(&n->obj);
 		return r;
 	}
 	/* gone, or not registered: the watch queues it when it comes */
@@ -659,7 +668,8 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 		return r;
 	}
 	r = 0;
-	if (nodectl_needs_work(n, __atomic_load_n(&c->leading, __ATOMIC_ACQUIRE)))
+	if (nodectl_needs_work(n, __atomic_load_n(&c->leading, __ATOMIC_ACQUIRE)) &&
+	    !nodectl_stale(c, n))
 		r = nodectl_sync_node(c, kc, n, e);
 	store_obj_unref(&n->obj);
 	return r;

@@ -20,7 +20,8 @@
  *   workers. resourceVersion preconditions make a leader and the local
  *   replica racing on one Node harmless; a cached version this replica has
  *   already written over (the one it started from, or the one between its
- *   two writes) is not synced again;
+ *   two writes) is not synced again, however late the watch brings it (a
+ *   worker reads a cached copy and its mark in one step);
  * - the local node falls back to the `fallback` provider (the metadata
  *   provider) when the provider fails for it; the Synced Event and the
  *   bootccm_node_initializations_total{source} label say which source
@@ -65,6 +66,16 @@ struct nodectl_config {
 	int workers;                    /* --concurrent-node-syncs */
 	int64_t refresh_period_ns;      /* --node-status-update-frequency */
 	const char *user_agent;         /* NULL: "bootccm" */
+	/* tests only (NULL in the daemon): called by a worker once it has read
+	 * a Node from the cache, and whether this replica wrote over that
+	 * version, before it acts on its copy n; a test makes the watch deliver
+	 * a newer version at that point */
+	void (*cached_read_hook)(const struct kube_node *n, void *arg);
+	/* tests only: called by that worker once it is done with n (r: what
+	 * its sync returned), so a test knows that whatever it wrote from n
+	 * has been answered */
+	void (*cached_done_hook)(const struct kube_node *n, int r, void *arg);
+	void *hook_arg;
 };
 
 struct nodectl;
@@ -89,6 +100,10 @@ void nodectl_set_leading(struct nodectl *c, int leading);
 
 /* nodectl_stop shuts the queue down and joins the workers. Idempotent. */
 void nodectl_stop(struct nodectl *c);
+
+/* nodectl_free stops c and frees it. Only once the node reflector runs no
+ * more (reflector_stop: its handlers use c); the cache may still be read by
+ * the workers until they are joined here. NULL is fine. */
 void nodectl_free(struct nodectl *c);
 
 /* --- the pure parts, for tests -------------------------------------------- */

@@ -686,6 +686,15 @@ kube_request(struct kube_client *c, const char *method, const char *path,
     const char *content_type, const char *body, json_object **ret,
     long *ret_status, struct errbuf *e)
 {
+	return kube_request_keep(c, method, path, content_type, body, NULL, ret, ret_status,
+	    e);
+}
+
+int
+kube_request_keep(struct kube_client *c, const char *method, const char *path,
+    const char *content_type, const char *body, const struct jsonx_keep *fields,
+    json_object **ret, long *ret_status, struct errbuf *e)
+{
 	struct http_response resp;
 	struct kube_tries tries;
 	int r;
@@ -709,8 +718,8 @@ kube_request(struct kube_client *c, const char *method, const char *path,
 		kube_tries_note(e, &tries);
 	} else if (ret) {
 		json_object *o;
-		if ((r = jsonx_parse(resp.body ? resp.body : "", resp.body_len, KUBE_JSON_DEPTH,
-		    &o, e)) < 0)
+		if ((r = jsonx_parse_keep(resp.body ? resp.body : "", resp.body_len,
+		    KUBE_JSON_DEPTH, fields, &o, e)) < 0)
 			errbuf_prefix(e, r, "%s %s: the answer is not valid JSON", method, path);
 		else
 			*ret = o;
@@ -751,15 +760,15 @@ kube_request_stream(struct kube_client *c, const char *path, http_on_data on_dat
 /* kube_send_json serializes o (compact, '/' unescaped like Go) as the body. */
 static int
 kube_send_json(struct kube_client *c, const char *method, const char *path,
-    const char *content_type, json_object *o, json_object **ret, long *ret_status,
-    struct errbuf *e)
+    const char *content_type, json_object *o, const struct jsonx_keep *fields,
+    json_object **ret, long *ret_status, struct errbuf *e)
 {
 	const char *s = json_object_to_json_string_ext(o,
 	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
 
 	if (s == NULL)
 		xalloc_fatal(__FILE__, __LINE__);  /* json-c fails only out of memory */
-	return kube_request(c, method, path, content_type, s, ret, ret_status, e);
+	return kube_request_keep(c, method, path, content_type, s, fields, ret, ret_status, e);
 }
 
 /* kube_json_add adds v to o as member k (or to array o when k is NULL);
@@ -805,9 +814,11 @@ kube_with_rv(json_object *obj, const char *rv)
 	return out;
 }
 
-int
-kube_patch_merge(struct kube_client *c, const char *path, json_object *patch,
-    const char *rv, json_object **ret, long *ret_status, struct errbuf *e)
+/* kube_patch_merge_keep is kube_patch_merge building fields of the answer. */
+static int
+kube_patch_merge_keep(struct kube_client *c, const char *path, json_object *patch,
+    const char *rv, const struct jsonx_keep *fields, json_object **ret, long *ret_status,
+    struct errbuf *e)
 {
 	json_object *body;
 	int r;
@@ -821,7 +832,7 @@ kube_patch_merge(struct kube_client *c, const char *path, json_object *patch,
 		return errbuf_set(e, ERR_INVALID, "PATCH %s: a merge patch must be a JSON object",
 		    path);
 	body = kube_with_rv(patch, rv);
-	r = kube_send_json(c, "PATCH", path, "application/merge-patch+json", body, ret,
+	r = kube_send_json(c, "PATCH", path, "application/merge-patch+json", body, fields, ret,
 	    ret_status, e);
 	json_object_put(body);
 	return r;
@@ -852,9 +863,46 @@ kube_patch_json(struct kube_client *c, const char *path, json_object *ops,
 	kube_json_add(body, NULL, test);
 	for (size_t i = 0; i < n; i++)
 		kube_json_add(body, NULL, json_object_get(json_object_array_get_idx(ops, i)));
-	r = kube_send_json(c, "PATCH", path, "application/json-patch+json", body, ret,
+	r = kube_send_json(c, "PATCH", path, "application/json-patch+json", body, NULL, ret,
 	    ret_status, e);
 	json_object_put(body);
+	return r;
+}
+
+int
+kube_patch_merge(struct kube_client *c, const char *path, json_object *patch,
+    const char *rv, json_object **ret, long *ret_status, struct errbuf *e)
+{
+	return kube_patch_merge_keep(c, path, patch, rv, NULL, ret, ret_status, e);
+}
+
+int
+kube_patch_merge_rv(struct kube_client *c, const char *path, json_object *patch,
+    const char *rv, char *ret_rv, size_t rv_len, struct errbuf *e)
+{
+	static const struct jsonx_keep md[] = {
+		{ "resourceVersion", NULL }, { NULL, NULL },
+	};
+	static const struct jsonx_keep answer[] = {
+		{ "metadata", md }, { NULL, NULL },
+	};
+	json_object *o = NULL, *m;
+	const char *v;
+	size_t n;
+	int r;
+
+	if ((r = kube_patch_merge_keep(c, path, patch, rv, answer, &o, NULL, e)) < 0)
+		return r;
+	if (jsonx_object(o, "", "metadata", JSONX_REQUIRED, &m, e) < 0 ||
+	    jsonx_str(m, "metadata", "resourceVersion", JSONX_REQUIRED, &v, &n, e) < 0 ||
+	    n == 0 || n >= rv_len) {
+		r = errbuf_set(e, ERR_INVALID, "PATCH %s: the answer has no usable "
+		    "metadata.resourceVersion", path);
+		goto out;
+	}
+	memcpy(ret_rv, v, n + 1);
+out:
+	json_object_put(o);
 	return r;
 }
 
@@ -952,7 +1000,7 @@ kube_create(struct kube_client *c, const char *path, json_object *obj,
 	if (!json_object_is_type(obj, json_type_object))
 		return errbuf_set(e, ERR_INVALID, "POST %s: the object is not a JSON object", path);
 	body = kube_with_rv(obj, NULL);
-	r = kube_send_json(c, "POST", path, "application/json", body, ret, NULL, e);
+	r = kube_send_json(c, "POST", path, "application/json", body, NULL, ret, NULL, e);
 	json_object_put(body);
 	return r;
 }
@@ -969,5 +1017,5 @@ kube_update(struct kube_client *c, const char *path, json_object *obj,
 	if (kube_rv(obj) == NULL && strcmp(resource, "leases") == 0)
 		return errbuf_set(e, ERR_INVALID, "PUT %s: a Lease update must carry "
 		    "metadata.resourceVersion", path);
-	return kube_send_json(c, "PUT", path, "application/json", obj, ret, NULL, e);
+	return kube_send_json(c, "PUT", path, "application/json", obj, NULL, ret, NULL, e);
 }

@@ -44,6 +44,7 @@
 #include "backoff.h"
 #include "err.h"
 #include "http.h"
+#include "jsonx.h"
 #include "kubeconfig.h"
 #include "stop.h"
 
@@ -112,6 +113,14 @@ int kube_request(struct kube_client *c, const char *method, const char *path,
     const char *content_type, const char *body, json_object **ret,
     long *ret_status, struct errbuf *e);
 
+/* kube_request_keep is kube_request building only the members of the answer
+ * fields names (jsonx_parse_keep; NULL: all): the whole answer is still
+ * checked, but a caller reading a few fields of a Node (kube_node_fields)
+ * does not pay for its images and managedFields. */
+int kube_request_keep(struct kube_client *c, const char *method, const char *path,
+    const char *content_type, const char *body, const struct jsonx_keep *fields,
+    json_object **ret, long *ret_status, struct errbuf *e);
+
 /* kube_request_stream GETs path (a watch: "...?watch=1&resourceVersion=N")
  * and hands a 2xx answer's body to on_data chunk by chunk as it arrives (the
  * callback may return a negative ERR_* code to end the stream with it). A
@@ -146,6 +155,14 @@ int kube_patch_merge(struct kube_client *c, const char *path, json_object *patch
     const char *rv, json_object **ret, long *ret_status, struct errbuf *e);
 int kube_patch_json(struct kube_client *c, const char *path, json_object *ops,
     const char *rv, json_object **ret, long *ret_status, struct errbuf *e);
+
+/* kube_patch_merge_rv is kube_patch_merge for a caller that needs only the
+ * written object's metadata.resourceVersion (a second write conditional on
+ * the first): it is copied into ret_rv (rv_len bytes, NUL included), and
+ * nothing else of the answer is built. An answer without a non-empty one
+ * that fits is ERR_INVALID. */
+int kube_patch_merge_rv(struct kube_client *c, const char *path, json_object *patch,
+    const char *rv, char *ret_rv, size_t rv_len, struct errbuf *e);
 
 enum kube_patch_type {
 	KUBE_PATCH_NOOP = 0,  /* the object is as wanted: write nothing */

@@ -6,6 +6,40 @@
 
 #include "jsonx.h"
 
+/* What kube_node_fill reads, member by member; a test decodes Nodes both
+ * ways and compares (tests/unit/test_node.c). */
+static const struct jsonx_keep kube_node_metadata_fields[] = {
+	{ "name", NULL }, { "uid", NULL }, { "resourceVersion", NULL },
+	{ "labels", NULL }, { "annotations", NULL },
+	{ "creationTimestamp", NULL }, { "deletionTimestamp", NULL },
+	{ NULL, NULL },
+};
+static const struct jsonx_keep kube_node_taint_fields[] = {
+	{ "key", NULL }, { "value", NULL }, { "effect", NULL },
+	{ NULL, NULL },
+};
+static const struct jsonx_keep kube_node_spec_fields[] = {
+	{ "providerID", NULL }, { "podCIDRs", NULL }, { "taints", kube_node_taint_fields },
+	{ NULL, NULL },
+};
+static const struct jsonx_keep kube_node_address_fields[] = {
+	{ "type", NULL }, { "address", NULL },
+	{ NULL, NULL },
+};
+static const struct jsonx_keep kube_node_condition_fields[] = {
+	{ "type", NULL }, { "status", NULL }, { "reason", NULL },
+	{ NULL, NULL },
+};
+static const struct jsonx_keep kube_node_status_fields[] = {
+	{ "addresses", kube_node_address_fields }, { "conditions", kube_node_condition_fields },
+	{ NULL, NULL },
+};
+const struct jsonx_keep kube_node_fields[] = {
+	{ "metadata", kube_node_metadata_fields }, { "spec", kube_node_spec_fields },
+	{ "status", kube_node_status_fields },
+	{ NULL, NULL },
+};
+
 /* kube_node_cond reads a condition's status. */
 static enum kube_node_ready
 kube_node_cond(const char *st)

@@ -17,6 +17,7 @@
 #include <json-c/json.h>
 
 #include "err.h"
+#include "jsonx.h"
 #include "kube/store.h"
 
 #define KUBE_NODE_PATH "/api/v1/nodes"
@@ -60,6 +61,11 @@ struct kube_node {
 	int64_t creation_timestamp; /* seconds since the epoch; 0 when absent */
 	int64_t deletion_timestamp; /* 0 when not being deleted */
 };
+
+/* kube_node_fields names every member kube_node_decode reads, for a parse
+ * that builds nothing else (jsonx_parse_keep): decoding such a tree gives
+ * the same Node, or the same error, as decoding the whole object. */
+extern const struct jsonx_keep kube_node_fields[];
 
 /* kube_node_decode builds a compact Node from a Node object (a list item or
  * a watch event's object); *ret gets one reference. */

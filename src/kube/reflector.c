@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "hmap.h"
 #include "kube/client.h"
+#include "kube/node.h"
 #include "kube/watch.h"
 #include "log.h"
 #include "metrics.h"
@@ -320,7 +321,7 @@ reflector_on_list_item(const char *item, size_t len, void *arg)
 
 	if (reflector_stopping(r))
 		return ERR_TIMEOUT;
-	if (kube_watch_parse(item, len, &j, &e) < 0) {
+	if (kube_watch_parse_keep(item, len, r->cfg.fields, &j, &e) < 0) {
 		r->unkeyed++;
 		reflector_bad_object(r, "", NULL, &e);
 		return 0;
@@ -532,7 +533,7 @@ reflector_on_line(const char *line, size_t len, void *arg)
 		r->stop_abort = 1;
 		return ERR_TIMEOUT;
 	}
-	if ((rc = kube_watch_event_decode(line, len, &ev, &r->werr)) < 0) {
+	if ((rc = kube_watch_event_decode(line, len, r->cfg.fields, &ev, &r->werr)) < 0) {
 		/* an event we cannot read is an event lost: only a re-list
 		 * makes the store whole again */
 		r->outcome = REFLECTOR_W_RELIST;
@@ -737,6 +738,10 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 		pthread_cond_init(&r->cond, &ca);
 		pthread_condattr_destroy(&ca);
 	}
+	/* the Node informer's decoder reads only these: the daemon's config
+	 * need not say so */
+	if (r->cfg.fields == NULL && r->cfg.decode == kube_node_decode_obj)
+		r->cfg.fields = kube_node_fields;
 	r->cfg.resource = reflector_dup(cfg->resource);
 	r->cfg.path = reflector_dup(cfg->path);
 	r->cfg.label_selector = reflector_dup(cfg->label_selector);

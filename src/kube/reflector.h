@@ -28,6 +28,7 @@
 #include <json-c/json.h>
 
 #include "err.h"
+#include "jsonx.h"
 #include "kube/store.h"
 #include "kubeconfig.h"
 
@@ -57,6 +58,14 @@ struct reflector_config {
 	const char *path;            /* "/api/v1/nodes" (KUBE_NODE_PATH, ...) */
 	int namespaced;              /* keys are "namespace/name" */
 	reflector_decode_fn decode;
+	const struct jsonx_keep *fields; /* the members of an object decode reads
+	                                    (kube_node_fields): the rest of each
+	                                    object is checked, never built. Must
+	                                    name metadata.name, .resourceVersion
+	                                    and, when namespaced, .namespace.
+	                                    NULL: kube_node_fields when decode is
+	                                    kube_node_decode_obj, else the whole
+	                                    object */
 	const char *label_selector;  /* NULL or "" = every object */
 	const char *field_selector;
 	const char *user_agent;      /* NULL = "bootccm" */

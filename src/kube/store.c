@@ -13,6 +13,17 @@
 
 #define STORE_BLD_ALIGN 8       /* bytes: alignment of builder arrays */
 
+/* Label and annotation keys repeat across objects (kubernetes.io/hostname
+ * on every Node): each distinct one is kept once, for the life of the
+ * process, and objects point at it. Entries are never removed, so a key
+ * found here in a build's measuring pass is still here in its filling pass,
+ * and one refused for lack of room (past STORE_INTERN_MAX) stays refused:
+ * the two passes agree. */
+static pthread_mutex_t store_intern_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct hmap store_intern_map;  /* key -> its shared copy (the map
+                                         borrows it as its key); zeroed, it
+                                         is empty, as hmap_init makes it */
+
 struct store {
 	pthread_mutex_t lock;
 	struct hmap objs;               /* key -> object; borrows the object's key */
@@ -374,6 +385,33 @@ store_obj_build(size_t size, store_fill_fn fill, const void *src,
 	return 0;
 }
 
+/* store_intern returns the shared copy of s (len bytes, no NUL in them),
+ * made if there is room, or NULL. */
+static const char *
+store_intern(const char *s, size_t len)
+{
+	char *p;
+
+	if (len > STORE_INTERN_LEN_MAX || strlen(s) != len)
+		return NULL;
+	pthread_mutex_lock(&store_intern_lock);
+	if ((p = hmap_get(&store_intern_map, s)) == NULL &&
+	    hmap_len(&store_intern_map) < STORE_INTERN_MAX) {
+		p = xstrdup(s);
+		hmap_put(&store_intern_map, p, p);
+	}
+	pthread_mutex_unlock(&store_intern_lock);
+	return p;
+}
+
+const char *
+store_bld_key(struct store_bld *b, const char *s, size_t len)
+{
+	const char *p = store_intern(s, len);
+
+	return p ? p : store_bld_str(b, s, len);
+}
+
 /* JSON helpers: jsonx reads and checks, the builder keeps a copy. */
 
 int
@@ -422,7 +460,7 @@ store_json_kv(struct store_bld *b, json_object *parent, const char *path,
 			vs = json_object_get_string(v);
 			vlen = (size_t)json_object_get_string_len(v);
 		}
-		kv[i].key = store_bld_str(b, k, strlen(k));
+		kv[i].key = store_bld_key(b, k, strlen(k));
 		kv[i].value = store_bld_str(b, vs, vlen);
 	}
 	*ret = kv;

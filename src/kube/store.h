@@ -20,6 +20,9 @@
 #include "err.h"
 
 #define STORE_OBJECTS_MAX 500000  /* objects in one store */
+#define STORE_INTERN_MAX 4096      /* distinct label and annotation keys shared
+                                      by all objects (store_bld_key) */
+#define STORE_INTERN_LEN_MAX 256   /* bytes: a longer key is not shared */
 
 /* The head of every compact object (struct kube_node, struct kube_service
  * start with it). Strings point into the object's own allocation. */
@@ -121,6 +124,13 @@ void *store_bld_alloc(struct store_bld *b, size_t n);
 /* store_bld_str copies len bytes and a NUL. */
 const char *store_bld_str(struct store_bld *b, const char *s, size_t len);
 
+/* store_bld_key is store_bld_str for a string that repeats across objects
+ * (a label or annotation key): the first STORE_INTERN_MAX distinct ones of
+ * at most STORE_INTERN_LEN_MAX bytes are kept once for the whole process
+ * and shared by every object (never freed, not counted in an object's size
+ * nor in store_bytes); the others are copied into the object. */
+const char *store_bld_key(struct store_bld *b, const char *s, size_t len);
+
 /* JSON field helpers for fill functions: what a fill keeps goes through
  * these, which read with jsonx's rules and messages (jsonx.h: absent or null
  * is "absent", a member of the wrong type is ERR_INVALID "path.field:
@@ -130,7 +140,8 @@ const char *store_bld_str(struct store_bld *b, const char *s, size_t len);
 /* store_json_str: a string, copied; NULL when absent. */
 int store_json_str(struct store_bld *b, json_object *parent, const char *path,
     const char *field, const char **ret, struct errbuf *e);
-/* store_json_kv: a map of strings (labels, annotations), in the answer's order. */
+/* store_json_kv: a map of strings (labels, annotations), in the answer's
+ * order; its keys are shared (store_bld_key). */
 int store_json_kv(struct store_bld *b, json_object *parent, const char *path,
     const char *field, const struct store_kv **ret, size_t *ret_n,
     struct errbuf *e);

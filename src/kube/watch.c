@@ -13,6 +13,13 @@ kube_watch_parse(const char *buf, size_t len, json_object **ret, struct errbuf *
 	return jsonx_parse(buf, len, KUBE_JSON_DEPTH, ret, e);
 }
 
+int
+kube_watch_parse_keep(const char *buf, size_t len, const struct jsonx_keep *fields,
+    json_object **ret, struct errbuf *e)
+{
+	return jsonx_parse_keep(buf, len, KUBE_JSON_DEPTH, fields, ret, e);
+}
+
 /* Lines. */
 
 void
@@ -135,13 +142,16 @@ kube_watch_str(json_object *o, const char *field)
 }
 
 int
-kube_watch_event_decode(const char *line, size_t len, struct kube_watch_event *ret,
-    struct errbuf *e)
+kube_watch_event_decode(const char *line, size_t len, const struct jsonx_keep *fields,
+    struct kube_watch_event *ret, struct errbuf *e)
 {
 	static const char *const types[] = {
 		[KUBE_WATCH_ADDED] = "ADDED", [KUBE_WATCH_MODIFIED] = "MODIFIED",
 		[KUBE_WATCH_DELETED] = "DELETED", [KUBE_WATCH_BOOKMARK] = "BOOKMARK",
 		[KUBE_WATCH_ERROR] = "ERROR",
+	};
+	const struct jsonx_keep keep[] = {
+		{ "type", NULL }, { "object", fields }, { NULL, NULL },
 	};
 	struct kube_watch_event ev;
 	json_object *t, *md, *v;
@@ -150,7 +160,7 @@ kube_watch_event_decode(const char *line, size_t len, struct kube_watch_event *r
 	int r;
 
 	memset(&ev, 0, sizeof(ev));
-	if ((r = kube_watch_parse(line, len, &ev.root, e)) < 0)
+	if ((r = kube_watch_parse_keep(line, len, fields ? keep : NULL, &ev.root, e)) < 0)
 		return errbuf_prefix(e, r, "watch event");
 	if (!json_object_is_type(ev.root, json_type_object)) {
 		r = errbuf_set(e, ERR_INVALID, "watch event: expected a JSON object");
@@ -170,6 +180,13 @@ kube_watch_event_decode(const char *line, size_t len, struct kube_watch_event *r
 		goto fail;
 	}
 	ev.type = (enum kube_watch_type)i;
+	if (ev.type == KUBE_WATCH_ERROR && fields != NULL) {
+		/* a Status, not the caller's kind of object: read it whole */
+		json_object_put(ev.root);
+		ev.root = NULL;
+		if ((r = kube_watch_parse(line, len, &ev.root, e)) < 0)
+			return errbuf_prefix(e, r, "watch event");
+	}
 	if (!json_object_object_get_ex(ev.root, "object", &ev.object) ||
 	    !json_object_is_type(ev.object, json_type_object)) {
 		r = errbuf_set(e, ERR_INVALID, "watch event %s: no object", ts);

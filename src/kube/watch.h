@@ -17,6 +17,7 @@
 
 #include "dynbuf.h"
 #include "err.h"
+#include "jsonx.h"
 #include "kube/client.h"  /* KUBE_JSON_DEPTH */
 
 #define KUBE_WATCH_LINE_MAX (4 * 1024 * 1024) /* bytes: one watch event line or
@@ -32,6 +33,11 @@
  * the caller's. */
 int kube_watch_parse(const char *buf, size_t len, json_object **ret,
     struct errbuf *e);
+
+/* kube_watch_parse_keep is kube_watch_parse building only what fields
+ * names (jsonx_parse_keep; NULL: everything). */
+int kube_watch_parse_keep(const char *buf, size_t len, const struct jsonx_keep *fields,
+    json_object **ret, struct errbuf *e);
 
 /* The line splitter of a watch body. */
 struct kube_watch_lines {
@@ -82,10 +88,15 @@ struct kube_watch_event {
 
 /* kube_watch_event_decode decodes one line {"type":...,"object":{...}}. The
  * object must be a JSON object; a BOOKMARK must carry a resourceVersion; a
- * resourceVersion must be a string shorter than KUBE_WATCH_RV_MAX. On 0 the
+ * resourceVersion must be a string shorter than KUBE_WATCH_RV_MAX. fields
+ * names what the caller reads of the object (a decoder's list, such as
+ * kube_node_fields; NULL: all of it), and must name metadata.resourceVersion:
+ * the rest of the line is checked but not built, and ev->object holds only
+ * those members. An ERROR event's Status is always read whole. On 0 the
  * caller frees *ret with kube_watch_event_free. */
 int kube_watch_event_decode(const char *line, size_t len,
-    struct kube_watch_event *ret, struct errbuf *e);
+    const struct jsonx_keep *fields, struct kube_watch_event *ret,
+    struct errbuf *e);
 void kube_watch_event_free(struct kube_watch_event *ev);
 
 const char *kube_watch_type_str(enum kube_watch_type t);

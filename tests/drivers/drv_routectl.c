@@ -548,8 +548,9 @@ main(int argc, char **argv)
 	json_object_object_add(o, "stopSeconds",
 	    json_object_new_double((double)(clock_mono_ns() - t0) / NS_PER_S));
 	drv_emit(o);
-	reflector_free(nodes);
+	reflector_stop(nodes);  /* its thread calls the controller's handlers */
 	routectl_free(ctl.c);
+	reflector_free(nodes);
 	events_stop(ev, NS_PER_S);
 	events_free(ev);
 	kubeconfig_free(&kc);

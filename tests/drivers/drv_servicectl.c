@@ -463,9 +463,11 @@ main(int argc, char **argv)
 	drv_print("{\"event\":\"ready\"}");
 	stop_sleep_until(&drv_stop, INT64_MAX);
 	servicectl_stop(drv_ctl);
+	reflector_stop(services);  /* their threads call the controller's handlers */
+	reflector_stop(nodes);
+	servicectl_free(drv_ctl);
 	reflector_free(services);
 	reflector_free(nodes);
-	servicectl_free(drv_ctl);
 	events_stop(ev, 2 * NS_PER_S);
 	events_free(ev);
 	kubeconfig_free(&kc);

@@ -104,6 +104,28 @@ class Fault(object):
                 "user": self.user, "hits": self.hits}
 
 
+class WatchHold(object):
+    """One held-back watch delivery; see FakeAPIServer.hold_watch."""
+
+    _ids = 0
+
+    def __init__(self, rkey, name, since_rv, until):
+        WatchHold._ids += 1
+        self.id = WatchHold._ids
+        self.rkey = rkey
+        self.name = name
+        self.since_rv = since_rv
+        self.until = until          # (method, path) or None
+        self.start_rv = None        # the first change held back
+        self.released = threading.Event()
+
+    def to_dict(self):
+        return {"id": self.id, "group": self.rkey[0], "resource": self.rkey[1],
+                "name": self.name, "until": list(self.until) if self.until else None,
+                "holding": self.start_rv is not None and not self.released.is_set(),
+                "released": self.released.is_set()}
+
+
 class RequestInfo(object):
     """k8s.io/apiserver RequestInfoFactory, reduced."""
 
@@ -319,6 +341,7 @@ class FakeAPIServer(object):
         self.registry = kregistry.Registry(self.store, self)
         self._lock = threading.RLock()
         self._faults = []
+        self._watch_holds = []
         self._log = []
         self._seq = 0
         self._log_file = None
@@ -377,6 +400,7 @@ class FakeAPIServer(object):
     def stop(self):
         """Stop listening, end every connection and watch."""
         self._stopping = True
+        self.release_watch()
         self.store.close()
         if self._accept_thread is not None:
             self._accept_thread.join(5)
@@ -606,6 +630,62 @@ class FakeAPIServer(object):
         with self._lock:
             self._faults = [f for f in self._faults
                             if fault_id is not None and f.id != fault_id]
+        if fault_id is None:
+            self.release_watch()
+
+    def hold_watch(self, resource, name, until=None, group=""):
+        """Hold back the watch delivery of `resource`'s changes from the
+        next change of the object `name` on: every watch of that resource
+        stops sending at that change, and the changes after it (of any
+        object) queue behind it in order, as behind a slow watch cache,
+        until a request matching `until` = (method, path) has been answered
+        (the answer sent), or release_watch() is called. The held events
+        then go out in their order. Returns the hold id."""
+        rkey = (group, resource)
+        with self._lock:
+            h = WatchHold(rkey, name, self.store.current_rv(),
+                          (until[0].upper(), until[1]) if until else None)
+            self._watch_holds.append(h)
+        return h.id
+
+    def release_watch(self, hold_id=None):
+        """Let the events a hold keeps back go out (None: every hold)."""
+        with self._lock:
+            for h in self._watch_holds:
+                if hold_id is None or h.id == hold_id:
+                    h.released.set()
+            self._watch_holds = [h for h in self._watch_holds if not h.released.is_set()]
+
+    def watch_holds(self):
+        with self._lock:
+            return [h.to_dict() for h in self._watch_holds]
+
+    def _watch_gate(self, change):
+        """Called by a watch before it sends change: waits while a hold
+        keeps it back."""
+        with self._lock:
+            holds = [h for h in self._watch_holds
+                     if h.rkey == change.rkey and not h.released.is_set()]
+            for h in holds:
+                if h.start_rv is None and change.name == h.name and \
+                        change.rv > h.since_rv:
+                    h.start_rv = change.rv
+        for h in holds:
+            if h.start_rv is not None and change.rv >= h.start_rv:
+                while not h.released.wait(0.1):
+                    if self._stopping:
+                        return
+
+    def _watch_answered(self, method, path):
+        """Ends the holds waiting for this answer, once their object has
+        changed (a watch may not have reached that change yet: it then
+        finds the hold ended, and the change still goes out after this
+        answer)."""
+        with self._lock:
+            waiting = [h for h in self._watch_holds if h.until == (method, path)]
+        for h in waiting:
+            if self.store.changed_since(h.rkey, h.name, h.since_rv):
+                self.release_watch(h.id)
 
     def faults(self):
         with self._lock:
@@ -836,6 +916,7 @@ class FakeAPIServer(object):
             entry["code"] = h._code
             if not control:
                 self._append_log(entry)
+                self._watch_answered(h.command, path)
 
     def _read_body(self, h, drain_only=False):
         te = h.headers.get("Transfer-Encoding", "").lower()
@@ -980,6 +1061,16 @@ class FakeAPIServer(object):
             return h.reply(200, {})
         if p.startswith("/faults/") and m == "DELETE":
             self.clear_faults(int(p.split("/")[-1]))
+            return h.reply(200, {})
+        if p == "/watch-holds" and m == "POST":
+            until = args.get("until")
+            hid = self.hold_watch(args["resource"], args["name"],
+                                  tuple(until) if until else None, args.get("group", ""))
+            return h.reply(201, {"id": hid})
+        if p == "/watch-holds" and m == "GET":
+            return h.reply(200, {"holds": self.watch_holds()})
+        if p == "/watch-holds" and m == "DELETE":
+            self.release_watch()
             return h.reply(200, {})
         if p == "/outage" and m == "POST":
             self.outage(args.get("seconds", 1), args.get("mode", "refuse"))

@@ -2,7 +2,6 @@
 delete, with the registry strategies of the real server (defaults, status
 subresources, preconditions, no-op writes, finalizers) and its validation."""
 
-import copy
 import datetime
 import json
 import random
@@ -40,7 +39,7 @@ def _canon(o):
 
 
 def _strip_volatile(o):
-    o = copy.deepcopy(o)
+    o = kstore.jcopy(o)
     md = o.get("metadata", {})
     md.pop("resourceVersion", None)
     md.pop("managedFields", None)
@@ -315,7 +314,7 @@ class Registry(object):
                 "kube-apiserver")
 
     def _create_internal(self, res, obj, manager):
-        obj = copy.deepcopy(obj)
+        obj = kstore.jcopy(obj)
         self._prepare_create(res, obj, obj["metadata"].get("namespace", ""),
                              manager, None)
         View(self.store, res).create(obj)
@@ -637,6 +636,7 @@ class Registry(object):
             for c in changes:
                 ev = self._watch_event(c, ns, ls, fs)
                 if ev:
+                    self.server._watch_gate(c)
                     h.stream_chunk(self._event(ev[0], res, ev[1], as_table))
             # every change of this resource up to cur has been seen: the
             # watch now stands at cur (compaction cannot expire it, as with
@@ -660,7 +660,7 @@ class Registry(object):
         if cur:
             return ("ADDED", c.obj)
         if old:
-            o = copy.deepcopy(c.prev)
+            o = kstore.jcopy(c.prev)
             o["metadata"]["resourceVersion"] = str(c.rv)
             return ("DELETED", o)
         return None
@@ -793,10 +793,10 @@ class Registry(object):
                         del new[k]
                 for k, v in old.items():
                     if k not in ("metadata", "status", "kind", "apiVersion"):
-                        new[k] = copy.deepcopy(v)
+                        new[k] = kstore.jcopy(v)
             else:
                 if "status" in old:
-                    new["status"] = copy.deepcopy(old["status"])
+                    new["status"] = kstore.jcopy(old["status"])
                 else:
                     new.pop("status", None)
         kvalidate.defaults(res, new, old, self, sub)
@@ -968,7 +968,7 @@ class Registry(object):
         if omd.get("finalizers"):
             if omd.get("deletionTimestamp"):
                 return 200, self.external(res, old)
-            new = copy.deepcopy(old)
+            new = kstore.jcopy(old)
             new["metadata"]["deletionTimestamp"] = now_time()
             new["metadata"]["deletionGracePeriodSeconds"] = 0
             if dry:

@@ -661,6 +661,95 @@ def test_watch_ends_on_stop_and_outage(srv, admin):
     time.sleep(0.3)
 
 
+class _Watcher(object):
+    """Reads a watch line by line on a thread of its own, stamping each
+    event with the time it arrived."""
+
+    def __init__(self, admin, path):
+        import threading
+        self.events = []
+        self.conn = type(admin)(admin.srv)  # a connection of its own
+        self.conn.ctx = admin.ctx
+        self.conn._connect()
+        self.conn.conn.request("GET", path)
+        self.resp = self.conn.conn.getresponse()
+        assert self.resp.status == 200
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self):
+        while True:
+            line = self.resp.readline()
+            if not line:
+                return
+            if line.strip():
+                e = json.loads(line)
+                self.events.append((time.monotonic(), e["type"],
+                                    e["object"]["metadata"].get("name"),
+                                    e["object"]["metadata"]["resourceVersion"]))
+
+    def close(self):
+        self.thread.join(10)
+        self.conn.close()
+
+
+def test_watch_hold_keeps_events_back_until_the_answer(srv, admin):
+    """hold_watch: from the held object's next change on, a watch sends
+    nothing (later changes of other objects queue behind it) until the named
+    request has been answered; then everything goes out in order."""
+    srv.create_object(node("wh"))
+    rv = admin.get(NODES)[2]["metadata"]["resourceVersion"]
+    hid = srv.hold_watch("nodes", "wh", until=("PATCH", NODES + "/wh"))
+    w = _Watcher(admin, NODES + "?watch=1&timeoutSeconds=3&resourceVersion=%s" % rv)
+    code, _, b = admin.request("PATCH", NODES + "/wh/status",
+                               {"status": {"addresses": [{"type": "InternalIP",
+                                                          "address": "10.0.0.1"}]}},
+                               ctype=MERGE)
+    assert code == 200
+    srv.create_object(node("wh2"))
+    time.sleep(0.5)
+    assert w.events == []
+    assert [h["id"] for h in srv.watch_holds() if h["holding"]] == [hid]
+    # another request, even on the object, does not end the hold
+    assert admin.request("PATCH", NODES + "/wh/status", {"metadata": {"labels": {"x": "1"}}},
+                         ctype=MERGE)[0] == 200
+    time.sleep(0.2)
+    assert w.events == []
+    t_answered = time.monotonic()
+    code, _, c = admin.request("PATCH", NODES + "/wh", {"metadata": {"labels": {"a": "b"}}},
+                               ctype=MERGE)
+    assert code == 200
+    w.close()
+    assert [(t, n) for _, t, n, _ in w.events] == [
+        ("MODIFIED", "wh"), ("ADDED", "wh2"), ("MODIFIED", "wh"), ("MODIFIED", "wh")]
+    assert w.events[0][3] == b["metadata"]["resourceVersion"]
+    assert w.events[-1][3] == c["metadata"]["resourceVersion"]
+    assert all(t >= t_answered for t, _, _, _ in w.events)
+    assert srv.watch_holds() == []
+
+
+def test_watch_hold_by_hand_and_control_api(srv, admin):
+    srv.create_object(node("wi"))
+    rv = admin.get(NODES)[2]["metadata"]["resourceVersion"]
+    code, _, body = admin.request("POST", "/_fake/watch-holds",
+                                  {"resource": "nodes", "name": "wi"})
+    assert code == 201
+    w = _Watcher(admin, NODES + "?watch=1&timeoutSeconds=2&resourceVersion=%s" % rv)
+    admin.request("PATCH", NODES + "/wi", {"metadata": {"labels": {"a": "b"}}}, ctype=MERGE)
+    time.sleep(0.4)
+    assert w.events == []
+    holds = admin.get("/_fake/watch-holds")[2]["holds"]
+    assert [(h["id"], h["resource"], h["name"], h["holding"]) for h in holds] == [
+        (body["id"], "nodes", "wi", True)]
+    assert admin.request("DELETE", "/_fake/watch-holds")[0] == 200
+    w.close()
+    assert [(t, n) for _, t, n, _ in w.events] == [("MODIFIED", "wi")]
+    # clear_faults ends holds too
+    srv.hold_watch("nodes", "wi")
+    srv.clear_faults()
+    assert srv.watch_holds() == []
+
+
 def test_established_watch_survives_compaction(srv, admin):
     import threading
     out = {}

@@ -1,8 +1,11 @@
 /* fuzz_jsonx.c - libFuzzer harness: the strict JSON parser and the RFC 3339
  * parser on arbitrary bytes. What jsonx_parse accepts must be a tree json-c
- * can print and jsonx_parse accept again, unchanged; what it refuses must
- * come with a message; the time parser must never read past the string or
- * accept what formats back differently. */
+ * can print and jsonx_parse accept again, unchanged, and json-c's own UTF-8
+ * check must accept too; what it refuses must come with a message; a parse
+ * keeping some members must succeed or fail exactly as the full parse does,
+ * with the same message, and build the full tree less the members it does
+ * not keep; the time parser must never read past the string or accept what
+ * formats back differently. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -12,6 +15,89 @@
 #include "rfc3339.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* a keep list with each kind of entry; names short enough to be hit */
+static const struct jsonx_keep fuzz_keep_b[] = {
+	{ "c", NULL }, { "", NULL }, { NULL, NULL },
+};
+static const struct jsonx_keep fuzz_keep[] = {
+	{ "a", NULL }, { "b", fuzz_keep_b }, { "metadata", fuzz_keep_b }, { NULL, NULL },
+};
+
+/* fuzz_pruned is full with only what keep names (jsonx_parse_keep's
+ * contract), a new reference. */
+static json_object *
+fuzz_pruned(json_object *full, const struct jsonx_keep *keep)
+{
+	json_object *o;
+
+	if (keep != NULL && json_object_is_type(full, json_type_array)) {
+		/* every element, its objects filtered by the same list */
+		o = json_object_new_array();
+		for (size_t i = 0; i < json_object_array_length(full); i++) {
+			json_object *el = json_object_array_get_idx(full, i);
+			json_object_array_add(o, json_object_is_type(el, json_type_object) ?
+			    fuzz_pruned(el, keep) : json_object_get(el));
+		}
+		return o;
+	}
+	if (keep == NULL || !json_object_is_type(full, json_type_object))
+		return json_object_get(full);
+	o = json_object_new_object();
+	json_object_object_foreach(full, k, v) {
+		const struct jsonx_keep *m = keep;
+		while (m->name && strcmp(m->name, k) != 0)
+			m++;
+		if (m->name)
+			json_object_object_add(o, k, fuzz_pruned(v, m->members));
+	}
+	return o;
+}
+
+static void
+fuzz_keep_check(const uint8_t *data, size_t size, int full_r, json_object *full,
+    const struct errbuf *full_e)
+{
+	json_object *o = NULL, *want;
+	struct errbuf e = { "" };
+	int r = jsonx_parse_keep((const char *)data, size, 16, fuzz_keep, &o, &e);
+
+	if (r != full_r)
+		abort();
+	if (r < 0) {
+		if (strcmp(e.msg, full_e->msg) != 0)
+			abort();
+		return;
+	}
+	/* a key written with an escape is kept whole: only compare texts
+	 * without escapes in keys, which the pruning above models exactly */
+	if (memchr(data, '\\', size) == NULL) {
+		/* only a top-level object is filtered */
+		want = json_object_is_type(full, json_type_object) ?
+		    fuzz_pruned(full, fuzz_keep) : json_object_get(full);
+		if (!json_object_equal(o, want))
+			abort();
+		json_object_put(want);
+	}
+	json_object_put(o);
+}
+
+/* fuzz_utf8 checks that json-c's own UTF-8 check accepts what jsonx did. */
+static void
+fuzz_utf8(const uint8_t *data, size_t size)
+{
+	json_tokener *tok = json_tokener_new_ex(17);
+	json_object *o;
+
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT | JSON_TOKENER_VALIDATE_UTF8);
+	o = json_tokener_parse_ex(tok, (const char *)data, (int)size);
+	if (o == NULL && json_tokener_get_error(tok) == json_tokener_continue)
+		o = json_tokener_parse_ex(tok, "", 1);
+	if (json_tokener_get_error(tok) == json_tokener_error_parse_utf8_string)
+		abort();
+	json_object_put(o);
+	json_tokener_free(tok);
+}
 
 static void
 fuzz_time(const uint8_t *data, size_t size)
@@ -45,8 +131,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (jsonx_parse((const char *)data, size, 16, &o, &e) < 0) {
 		if (e.msg[0] == '\0')
 			abort();
+		fuzz_keep_check(data, size, ERR_INVALID, NULL, &e);
 		return 0;
 	}
+	fuzz_keep_check(data, size, 0, o, &e);
+	fuzz_utf8(data, size);
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	if (text == NULL || jsonx_parse(text, strlen(text), 16, &o2, &e) < 0)
 		abort();

@@ -1,11 +1,13 @@
 /* fuzz_watch.c - libFuzzer harness: the watch line splitter and event
  * decoder, and the LIST item splitter, on arbitrary bytes fed in chunks
- * whose size the first byte chooses. */
+ * whose size the first byte chooses; an event decoded keeping a Node's
+ * fields only must come out (or fail) as the whole one does. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "kube/node.h"
 #include "kube/watch.h"
 
 #define FUZZ_LINE_MAX 1024  /* bytes: a small cap, so the fuzzer reaches it */
@@ -18,14 +20,29 @@ fuzz_line(const char *line, size_t len, void *arg)
 	struct kube_watch_event ev;
 	struct errbuf e = { "" };
 
+	struct kube_watch_event kept;
+	struct errbuf e2 = { "" };
+	int r, r2;
+
 	(void)arg;
 	if (len == 0 || len > FUZZ_LINE_MAX || memchr(line, '\n', len) != NULL)
 		abort();
-	if (kube_watch_event_decode(line, len, &ev, &e) < 0) {
+	r = kube_watch_event_decode(line, len, NULL, &ev, &e);
+	r2 = kube_watch_event_decode(line, len, kube_node_fields, &kept, &e2);
+	if (r != r2 || (r < 0 && strcmp(e.msg, e2.msg) != 0))
+		abort();
+	if (r < 0) {
 		if (e.msg[0] == '\0')
 			abort();
 		return 0;
 	}
+	if (ev.type != kept.type || ev.code != kept.code ||
+	    (ev.resource_version == NULL) != (kept.resource_version == NULL) ||
+	    (ev.resource_version && strcmp(ev.resource_version, kept.resource_version) != 0) ||
+	    (ev.type == KUBE_WATCH_ERROR && (strcmp(ev.reason, kept.reason) != 0 ||
+	    strcmp(ev.message, kept.message) != 0)))
+		abort();
+	kube_watch_event_free(&kept);
 	if (ev.object == NULL || (unsigned)ev.type > KUBE_WATCH_ERROR ||
 	    (ev.type == KUBE_WATCH_BOOKMARK && ev.resource_version == NULL) ||
 	    (ev.resource_version && strlen(ev.resource_version) >= KUBE_WATCH_RV_MAX) ||

@@ -377,6 +377,14 @@ def outage_test(srv, tmp, drivers, seconds, mode, backoff_max):
         srv.create_object(node(n))
     d = start(drivers, srv, tmp, "--backoff-min", "200ms", "--backoff-max", backoff_max)
     d.wait_synced()
+    # the watch that follows the list is established (answered, registered
+    # with the store) before the outage begins: sent a moment after "synced",
+    # it could otherwise still be in flight when the outage resets its
+    # connection, and be the first request logged after t_begin
+    deadline = time.time() + 10
+    while not srv.store.watchers:
+        assert time.time() < deadline, "no watch after the list"
+        time.sleep(0.01)
     before = d.events()
     t_begin = time.time()
     srv.outage(seconds, mode)

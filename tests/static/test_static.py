@@ -41,6 +41,15 @@ def test_links_wolfssl_and_the_libraries():
     assert "wolfSSL/" in out and "json-c" in out and "libyaml" in out
 
 
+def test_allocates_with_mimalloc():
+    # mimalloc, linked in place of musl's allocator, reads its MIMALLOC_*
+    # options from the environment and prints them when asked to be verbose
+    r = subprocess.run([BIN, "--version"], capture_output=True, text=True,
+                       env={"MIMALLOC_VERBOSE": "1"})
+    assert r.returncode == 0, r.stderr
+    assert "mimalloc: option 'verbose': 1" in r.stderr, r.stderr
+
+
 @pytest.fixture
 def chroot_dir():
     d = tempfile.mkdtemp(prefix="bootccm-chroot-")

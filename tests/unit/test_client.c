@@ -952,6 +952,57 @@ TEST(preconditioned_patches_and_creates)
 	free(ok);
 }
 
+TEST(patch_answer_read_for_its_resource_version_only)
+{
+	char *ok = ok_reply("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\",\"managedFields\":"
+	    "[{\"manager\":\"m\"}],\"resourceVersion\":\"8\"},\"status\":{\"images\":[]}}");
+	char *no_rv = ok_reply("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\"}}");
+	char *long_rv = ok_reply("{\"metadata\":{\"resourceVersion\":\"123456789\"}}");
+	char *bad = ok_reply("{\"metadata\":{\"resourceVersion\":\"9\"},\"x\":[1,]}");
+	char *node = ok_reply("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\",\"uid\":\"u\"},"
+	    "\"spec\":{\"providerID\":\"p\"}}");
+	const char *replies[] = { ok, no_rv, long_rv, bad, node };
+	static const struct jsonx_keep md[] = { { "name", NULL }, { NULL, NULL } };
+	static const struct jsonx_keep fields[] = { { "metadata", md }, { NULL, NULL } };
+	json_object *patch = json_tokener_parse("{\"status\":{\"addresses\":[]}}");
+	json_object *o = NULL;
+	struct fixture f;
+	struct errbuf e;
+	char rv[8] = "x";
+
+	CHECK(fixture_start(&f, 5, replies) == 0);
+	CHECK(kube_patch_merge_rv(&f.c, "/api/v1/nodes/n/status", patch, "7", rv, sizeof(rv),
+	    &e) == 0);
+	CHECK_STR(rv, "8");
+	strcpy(rv, "x");
+	CHECK(kube_patch_merge_rv(&f.c, "/api/v1/nodes/n/status", patch, "7", rv, sizeof(rv),
+	    &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "the answer has no usable metadata.resourceVersion");
+	CHECK(kube_patch_merge_rv(&f.c, "/api/v1/nodes/n/status", patch, "7", rv, sizeof(rv),
+	    &e) == ERR_INVALID);
+	/* the rest of the answer is still held to the standard */
+	CHECK(kube_patch_merge_rv(&f.c, "/api/v1/nodes/n/status", patch, "7", rv, sizeof(rv),
+	    &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "the answer is not valid JSON");
+	CHECK_STR(rv, "x");  /* untouched on failure */
+	CHECK(kube_request_keep(&f.c, "GET", "/api/v1/nodes/n", NULL, NULL, fields, &o, NULL,
+	    &e) == 0);
+	fixture_stop(&f);
+	CHECK_STR(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN),
+	    "{\"metadata\":{\"name\":\"n\"}}");
+	/* the merge patch went out as kube_patch_merge sends it */
+	CHECK_CONTAINS(f.s.req[0], "PATCH /api/v1/nodes/n/status HTTP/1.1\r\n");
+	CHECK_STR(body_of(f.s.req[0]), "{\"status\":{\"addresses\":[]},\"metadata\":"
+	    "{\"resourceVersion\":\"7\"}}");
+	json_object_put(o);
+	json_object_put(patch);
+	free(ok);
+	free(no_rv);
+	free(long_rv);
+	free(bad);
+	free(node);
+}
+
 TEST(lease_updates_need_a_resource_version)
 {
 	struct kubeconfig kc;

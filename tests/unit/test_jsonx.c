@@ -1,5 +1,6 @@
 /* test_jsonx.c - one standard for every answer: strict JSON, UTF-8, depth,
- * nothing after the value; and the typed getters' absent/null/wrong-type
+ * nothing after the value; a parse that keeps some members holds the whole
+ * text to that same standard; and the typed getters' absent/null/wrong-type
  * rules and messages. */
 #include <stdint.h>
 #include <string.h>
@@ -99,6 +100,138 @@ TEST(refuses_what_go_refuses)
 	CHECK_STR(e.msg, "not valid JSON: unexpected 'N' (at byte 1)");
 	CHECK(jsonx_parse("{}", 2, 0, &o, &e) == ERR_INVALID);
 	CHECK(jsonx_parse("{}", 2, JSONX_DEPTH_MAX + 1, &o, &e) == ERR_INVALID);
+}
+
+/* what a parse keeping K builds, printed */
+static const struct jsonx_keep keep_spec[] = {
+	{ "name", NULL },
+	{ "addresses", NULL },
+	{ NULL, NULL },
+};
+static const struct jsonx_keep keep_status[] = {
+	{ "addresses", NULL },
+	{ "conditions", NULL },
+	{ NULL, NULL },
+};
+static const struct jsonx_keep keep_top[] = {
+	{ "metadata", keep_spec },
+	{ "status", keep_status },
+	{ "kind", NULL },
+	{ NULL, NULL },
+};
+
+static const char *
+kept(const char *s, json_object **o, struct errbuf *e)
+{
+	if (jsonx_parse_keep(s, strlen(s), 8, keep_top, o, e) < 0)
+		return NULL;
+	return json_object_to_json_string_ext(*o, JSON_C_TO_STRING_PLAIN);
+}
+
+TEST(keep_builds_only_the_named_members)
+{
+	json_object *o = NULL;
+	struct errbuf e;
+
+	CHECK_STR(kept("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\",\"managedFields\":"
+	    "[{\"f:a\":{}}],\"labels\":{\"a\":\"b\"}},\"spec\":{\"x\":1},\"status\":"
+	    "{\"images\":[{\"names\":[\"i\"]}],\"addresses\":[{\"type\":\"InternalIP\"}],"
+	    "\"conditions\":[]}}", &o, &e),
+	    "{\"kind\":\"Node\",\"metadata\":{\"name\":\"n1\"},\"status\":"
+	    "{\"addresses\":[{\"type\":\"InternalIP\"}],\"conditions\":[]}}");
+	json_object_put(o);
+	/* first members dropped, whitespace, an empty filtered object */
+	CHECK_STR(kept(" { \"a\" : 1 , \"status\" : { \"x\" : [ 1 ] } , \"metadata\" : "
+	    "{ } } ", &o, &e), "{\"status\":{},\"metadata\":{}}");
+	json_object_put(o);
+	CHECK_STR(kept("{}", &o, &e), "{}");
+	json_object_put(o);
+	/* a filtered member that is neither an object nor an array is kept
+	 * whole: the getter still says what it is */
+	CHECK_STR(kept("{\"metadata\":\"x\",\"status\":7}", &o, &e),
+	    "{\"metadata\":\"x\",\"status\":7}");
+	json_object_put(o);
+	/* of an array, every element is kept, its objects filtered */
+	CHECK_STR(kept("{\"metadata\":[1,{\"a\":2,\"name\":\"n\"},[{\"a\":3}],{},null],"
+	    "\"status\":[]}", &o, &e),
+	    "{\"metadata\":[1,{\"name\":\"n\"},[{\"a\":3}],{},null],\"status\":[]}");
+	json_object_put(o);
+	/* a key written with an escape is kept whole, so the tree holds what a
+	 * full parse gives for it */
+	CHECK_STR(kept("{\"met\\u0061data\":{\"x\":1,\"name\":\"n\"},\"z\\u0041\":2}", &o, &e),
+	    "{\"metadata\":{\"x\":1,\"name\":\"n\"},\"zA\":2}");
+	json_object_put(o);
+	/* a later duplicate wins, as in a full parse */
+	CHECK_STR(kept("{\"kind\":\"a\",\"kind\":\"b\"}", &o, &e), "{\"kind\":\"b\"}");
+	json_object_put(o);
+	/* not an object at the top: kept whole */
+	CHECK_STR(kept("[{\"a\":1}]", &o, &e), "[{\"a\":1}]");
+	json_object_put(o);
+	CHECK_STR(kept("\"caf\xc3\xa9\"", &o, &e), "\"caf\xc3\xa9\"");
+	json_object_put(o);
+	/* NULL keeps everything */
+	CHECK(jsonx_parse_keep("{\"a\":{\"b\":1}}", 13, 8, NULL, &o, &e) == 0);
+	CHECK_STR(json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN), "{\"a\":{\"b\":1}}");
+	json_object_put(o);
+}
+
+TEST(keep_holds_the_dropped_parts_to_the_same_standard)
+{
+	/* each fault sits in a member the parse does not keep */
+	static const char *bad[] = {
+		"{\"spec\":{'a':1}}",
+		"{\"spec\":[1,]}",
+		"{\"spec\":\"\xff\"}",
+		"{\"spec\":\"\xc3\"}",
+		"{\"spec\":\"\xe2\x82\"}",
+		"{\"spec\":\"a\tb\"}",
+		"{\"spec\":[NaN]}",
+		"{\"spec\":[1.]}",
+		"{\"spec\":01}",
+		"{\"spec\":{\"a\" 1}}",
+		"{\"spec\":{\"a\":1]}",
+		"{\"spec\":[[[[[[[[1]]]]]]]]}",  /* deeper than 8 */
+		"{\"spec\":1",
+		"{\"spec\":1} x",
+		"{\"metadata\":{\"managedFields\":[tru]}}",
+		"{\"status\":{\"images\":\"\\x41\"}}",
+		"{\"\xff\":1}",
+	};
+	json_object *o = (json_object *)1;
+	struct errbuf e, e2;
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int r = jsonx_parse_keep(bad[i], strlen(bad[i]), 8, keep_top, &o, &e);
+		int r2 = parse(bad[i], &o, &e2);
+		if (r != ERR_INVALID || strcmp(e.msg, e2.msg) != 0)
+			fprintf(stderr, "  %s: kept %d \"%s\", full %d \"%s\"\n", bad[i], r, e.msg,
+			    r2, e2.msg);
+		CHECK(r == ERR_INVALID && r2 == ERR_INVALID);
+		CHECK_STR(e.msg, e2.msg);
+	}
+	CHECK(o == (json_object *)1);  /* untouched */
+}
+
+TEST(utf8_is_checked_in_strings_with_json_c_rules)
+{
+	json_object *o = NULL;
+	struct errbuf e;
+
+	/* two-, three- and four-byte sequences */
+	CHECK(parse("[\"\xc3\xa9\xe2\x82\xac\xf0\x9f\x98\x80\"]", &o, &e) == 0);
+	json_object_put(o);
+	CHECK(parse("{\"k\xc3\xa9y\":1}", &o, &e) == 0);
+	json_object_put(o);
+	/* a continuation byte without a lead, a lead without enough */
+	CHECK(parse("[\"a\x80\"]", &o, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "not valid JSON: invalid utf-8 string (at byte 3)");
+	CHECK(parse("[\"\xe2\x82\"]", &o, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "not valid JSON: invalid utf-8 string (at byte 4)");
+	CHECK(parse("\"\xf0\x9f\x98", &o, &e) == ERR_INVALID);
+	CHECK(parse("[\"\xf8\x80\x80\x80\x80\"]", &o, &e) == ERR_INVALID);
+	/* outside a string any byte past ASCII is refused as before */
+	CHECK(parse("[1,\xc3\xa9]", &o, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "not valid JSON: unexpected byte 0xc3 (at byte 3)");
 }
 
 TEST(getters_absent_null_and_types)

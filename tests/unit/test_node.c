@@ -1,11 +1,15 @@
 /* test_node.c - the Node decoder: every kept field of a realistic Node (with
  * managedFields and an image list), absent and null fields, broken input
- * named by node and field, and that dropped fields cost nothing. */
+ * named by node and field, that dropped fields cost nothing, and that a
+ * parse building only kube_node_fields decodes to the same Node or the same
+ * error. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "harness.h"
+#include "jsonx.h"
+#include "kube/client.h"
 #include "kube/node.h"
 #include "kube/watch.h"
 
@@ -158,59 +162,152 @@ TEST(minimal_and_null)
 	CHECK_STR(e.msg, "node \"n\": status.conditions[0].reason: expected a string");
 }
 
+static const struct {
+	const char *json, *msg;
+} broken[] = {
+	{ "[]", "node: expected a JSON object" },
+	{ "{}", "node without a metadata.name" },
+	{ "{\"metadata\":[]}", "node: metadata: expected an object" },
+	{ "{\"metadata\":{\"name\":\"\"}}", "node without a metadata.name" },
+	{ "{\"metadata\":{\"name\":5}}", "node without a metadata.name" },
+	{ "{\"metadata\":{\"name\":\"n\",\"labels\":[\"a\"]}}",
+	  "node \"n\": metadata.labels: expected an object" },
+	{ "{\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":true}}}",
+	  "node \"n\": metadata.labels[\"a\"]: expected a string" },
+	{ "{\"metadata\":{\"name\":\"n\",\"resourceVersion\":12}}",
+	  "node \"n\": metadata.resourceVersion: expected a string" },
+	{ "{\"metadata\":{\"name\":\"n\",\"creationTimestamp\":\"today\"}}",
+	  "node \"n\": metadata.creationTimestamp: not an RFC 3339 time" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"spec\":\"x\"}",
+	  "node \"n\": spec: expected an object" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":{}}}",
+	  "node \"n\": spec.taints: expected an array" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[{\"key\":\"k\",\"effect\":5}]}}",
+	  "node \"n\": spec.taints[0].effect: expected a string" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[1]}}",
+	  "node \"n\": spec.taints[0]: expected an object" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[{\"key\":\"k\"}]}}",
+	  "node \"n\": spec.taints[0]: a taint needs a key and an effect" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"podCIDRs\":[1]}}",
+	  "node \"n\": spec.podCIDRs[0]: expected a string" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"providerID\":{}}}",
+	  "node \"n\": spec.providerID: expected a string" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\"}]}}",
+	  "node \"n\": status.addresses[0]: an address needs a type and an address" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":\"10.0.0.1\"}}",
+	  "node \"n\": status.addresses: expected an array" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":[{\"type\":\"Ready\","
+	  "\"status\":true}]}}",
+	  "node \"n\": status.conditions[0].status: expected a string" },
+	{ "{\"metadata\":{\"name\":\"n\"},\"status\":[]}",
+	  "node \"n\": status: expected an object" },
+};
+
 TEST(broken)
 {
-	static const struct {
-		const char *json, *msg;
-	} cases[] = {
-		{ "[]", "node: expected a JSON object" },
-		{ "{}", "node without a metadata.name" },
-		{ "{\"metadata\":[]}", "node: metadata: expected an object" },
-		{ "{\"metadata\":{\"name\":\"\"}}", "node without a metadata.name" },
-		{ "{\"metadata\":{\"name\":5}}", "node without a metadata.name" },
-		{ "{\"metadata\":{\"name\":\"n\",\"labels\":[\"a\"]}}",
-		  "node \"n\": metadata.labels: expected an object" },
-		{ "{\"metadata\":{\"name\":\"n\",\"labels\":{\"a\":true}}}",
-		  "node \"n\": metadata.labels[\"a\"]: expected a string" },
-		{ "{\"metadata\":{\"name\":\"n\",\"resourceVersion\":12}}",
-		  "node \"n\": metadata.resourceVersion: expected a string" },
-		{ "{\"metadata\":{\"name\":\"n\",\"creationTimestamp\":\"today\"}}",
-		  "node \"n\": metadata.creationTimestamp: not an RFC 3339 time" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":\"x\"}",
-		  "node \"n\": spec: expected an object" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":{}}}",
-		  "node \"n\": spec.taints: expected an array" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[{\"key\":\"k\",\"effect\":5}]}}",
-		  "node \"n\": spec.taints[0].effect: expected a string" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[1]}}",
-		  "node \"n\": spec.taints[0]: expected an object" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"taints\":[{\"key\":\"k\"}]}}",
-		  "node \"n\": spec.taints[0]: a taint needs a key and an effect" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"podCIDRs\":[1]}}",
-		  "node \"n\": spec.podCIDRs[0]: expected a string" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"spec\":{\"providerID\":{}}}",
-		  "node \"n\": spec.providerID: expected a string" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":[{\"type\":\"InternalIP\"}]}}",
-		  "node \"n\": status.addresses[0]: an address needs a type and an address" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"status\":{\"addresses\":\"10.0.0.1\"}}",
-		  "node \"n\": status.addresses: expected an array" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":[{\"type\":\"Ready\","
-		  "\"status\":true}]}}",
-		  "node \"n\": status.conditions[0].status: expected a string" },
-		{ "{\"metadata\":{\"name\":\"n\"},\"status\":[]}",
-		  "node \"n\": status: expected an object" },
-	};
 	const struct kube_node *n = NULL;
 	struct errbuf e;
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
 		e.msg[0] = '\0';
-		if (t_decode(cases[i].json, &n, &e) != ERR_INVALID) {
+		if (t_decode(broken[i].json, &n, &e) != ERR_INVALID) {
 			fprintf(stderr, "  case %zu: accepted\n", i);
 			CHECK(0);
 		}
-		CHECK_STR(e.msg, cases[i].msg);
+		CHECK_STR(e.msg, broken[i].msg);
 		CHECK(n == NULL);
+	}
+}
+
+/* t_same tells whether two Nodes hold the same fields. */
+static int
+t_same_str(const char *a, const char *b)
+{
+	return (a == NULL && b == NULL) || (a != NULL && b != NULL && strcmp(a, b) == 0);
+}
+
+static int
+t_same(const struct kube_node *a, const struct kube_node *b)
+{
+	if (a->obj.size != b->obj.size || !t_same_str(a->obj.key, b->obj.key) ||
+	    !t_same_str(a->obj.uid, b->obj.uid) ||
+	    !t_same_str(a->obj.resource_version, b->obj.resource_version) ||
+	    !t_same_str(a->name, b->name) || !t_same_str(a->provider_id, b->provider_id) ||
+	    a->nlabels != b->nlabels || a->nannotations != b->nannotations ||
+	    a->ntaints != b->ntaints || a->npod_cidrs != b->npod_cidrs ||
+	    a->naddresses != b->naddresses || a->ready != b->ready ||
+	    a->network_unavailable != b->network_unavailable ||
+	    !t_same_str(a->network_unavailable_reason, b->network_unavailable_reason) ||
+	    a->creation_timestamp != b->creation_timestamp ||
+	    a->deletion_timestamp != b->deletion_timestamp)
+		return 0;
+	for (size_t i = 0; i < a->nlabels; i++)
+		if (!t_same_str(a->labels[i].key, b->labels[i].key) ||
+		    !t_same_str(a->labels[i].value, b->labels[i].value))
+			return 0;
+	for (size_t i = 0; i < a->nannotations; i++)
+		if (!t_same_str(a->annotations[i].key, b->annotations[i].key) ||
+		    !t_same_str(a->annotations[i].value, b->annotations[i].value))
+			return 0;
+	for (size_t i = 0; i < a->ntaints; i++)
+		if (!t_same_str(a->taints[i].key, b->taints[i].key) ||
+		    !t_same_str(a->taints[i].value, b->taints[i].value) ||
+		    !t_same_str(a->taints[i].effect, b->taints[i].effect))
+			return 0;
+	for (size_t i = 0; i < a->npod_cidrs; i++)
+		if (!t_same_str(a->pod_cidrs[i], b->pod_cidrs[i]))
+			return 0;
+	for (size_t i = 0; i < a->naddresses; i++)
+		if (!t_same_str(a->addresses[i].type, b->addresses[i].type) ||
+		    !t_same_str(a->addresses[i].address, b->addresses[i].address))
+			return 0;
+	return 1;
+}
+
+TEST(kept_fields_decode_the_same)
+{
+	static const char *good[] = {
+		NODE_HEAD NODE_IMAGES NODE_TAIL,
+		NODE_HEAD NODE_TAIL,
+		"{\"metadata\":{\"name\":\"n\"}}",
+		"{\"metadata\":{\"name\":\"n\",\"labels\":null,\"deletionTimestamp\":"
+		"\"2026-11-21T09:00:00Z\"},\"spec\":{\"taints\":null,\"providerID\":null},"
+		"\"status\":{\"conditions\":[{\"type\":\"Ready\",\"status\":\"Unknown\"}]}}",
+		"{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":["
+		"{\"type\":\"NetworkUnavailable\",\"status\":\"False\",\"reason\":"
+		"\"CalicoIsUp\",\"message\":\"m\"},{\"type\":\"X\"}]}}",
+		/* keys written with escapes are read either way */
+		"{\"met\\u0061data\":{\"name\":\"n\",\"l\\u0061bels\":{\"a\":\"b\"}},"
+		"\"spec\":{\"t\\u0061ints\":[{\"key\":\"k\",\"effect\":\"NoSchedule\"}]}}",
+		/* a later duplicate wins either way */
+		"{\"metadata\":{\"name\":\"a\",\"name\":\"b\",\"labels\":{\"x\":\"1\",\"x\":\"2\"}}}",
+	};
+	const struct kube_node *a, *b;
+	struct errbuf e, e2;
+	json_object *j;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		CHECK(t_decode(good[i], &a, &e) == 0);
+		CHECK(jsonx_parse_keep(good[i], strlen(good[i]), KUBE_JSON_DEPTH,
+		    kube_node_fields, &j, &e) == 0);
+		CHECK(kube_node_decode(j, &b, &e) == 0);
+		json_object_put(j);
+		if (!t_same(a, b))
+			fprintf(stderr, "  good[%zu] decodes differently\n", i);
+		CHECK(t_same(a, b));
+		store_obj_unref(&a->obj);
+		store_obj_unref(&b->obj);
+	}
+	for (size_t i = 0; i < sizeof(broken) / sizeof(broken[0]); i++) {
+		const char *s = broken[i].json;
+		b = NULL;
+		CHECK(t_decode(s, &a, &e) == ERR_INVALID);
+		CHECK(jsonx_parse_keep(s, strlen(s), KUBE_JSON_DEPTH, kube_node_fields, &j,
+		    &e2) == 0);
+		CHECK(kube_node_decode(j, &b, &e2) == ERR_INVALID);
+		json_object_put(j);
+		CHECK_STR(e2.msg, e.msg);
+		CHECK(b == NULL);
 	}
 }
 

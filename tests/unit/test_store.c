@@ -385,6 +385,36 @@ t_time(const char *text, int64_t *ret)
 	return 0;
 }
 
+TEST(label_keys_are_shared)
+{
+	const struct t_json *a, *b;
+	struct errbuf e;
+	char big[STORE_INTERN_LEN_MAX + 32], json[STORE_INTERN_LEN_MAX + 64];
+
+	CHECK(t_json("{\"kv\":{\"kubernetes.io/hostname\":\"a\",\"x\":\"1\"}}", &a, &e) == 0);
+	CHECK(t_json("{\"kv\":{\"x\":\"2\",\"kubernetes.io/hostname\":\"b\"}}", &b, &e) == 0);
+	/* one copy of each key for both objects, outside their allocations */
+	CHECK(a->kv[0].key == b->kv[1].key && a->kv[1].key == b->kv[0].key);
+	CHECK_STR(a->kv[0].key, "kubernetes.io/hostname");
+	CHECK(a->kv[0].key < (const char *)a || a->kv[0].key >= (const char *)a + a->obj.size);
+	CHECK_STR(b->kv[1].value, "b");
+	CHECK(a->obj.size == b->obj.size);
+	store_obj_unref(&a->obj);
+	/* the shared copy outlives every object */
+	CHECK(t_json("{\"kv\":{\"kubernetes.io/hostname\":\"c\"}}", &a, &e) == 0);
+	CHECK(a->kv[0].key == b->kv[1].key);
+	store_obj_unref(&a->obj);
+	store_obj_unref(&b->obj);
+	/* a key past the length cap is the object's own */
+	memset(big, 'k', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	snprintf(json, sizeof(json), "{\"kv\":{\"%s\":\"v\"}}", big);
+	CHECK(t_json(json, &a, &e) == 0);
+	CHECK_STR(a->kv[0].key, big);
+	CHECK(a->kv[0].key >= (const char *)a && a->kv[0].key < (const char *)a + a->obj.size);
+	store_obj_unref(&a->obj);
+}
+
 TEST(time_parse)
 {
 	int64_t t;
@@ -405,6 +435,29 @@ TEST(time_parse)
 	CHECK(t_time("2026-11-21T08:00:00Zjunk", &t) == ERR_INVALID);
 	CHECK(t_time("2026-11-21T08:00:00.Z", &t) == ERR_INVALID);
 	CHECK(t_time("", &t) == ERR_INVALID);
+}
+
+/* Last: it fills the process's table of shared keys. */
+TEST(shared_keys_are_capped)
+{
+	const struct t_json *a, *b;
+	struct errbuf e;
+	char json[64];
+
+	CHECK(t_json("{\"kv\":{\"kubernetes.io/os\":\"linux\"}}", &b, &e) == 0);
+	for (int i = 0; i < STORE_INTERN_MAX; i++) {
+		snprintf(json, sizeof(json), "{\"kv\":{\"key-%d\":\"v\"}}", i);
+		CHECK(t_json(json, &a, &e) == 0);
+		store_obj_unref(&a->obj);
+	}
+	/* full: a new key is copied, a known one still shared */
+	CHECK(t_json("{\"kv\":{\"a-new-key\":\"v\",\"kubernetes.io/os\":\"linux\"}}", &a,
+	    &e) == 0);
+	CHECK_STR(a->kv[0].key, "a-new-key");
+	CHECK(a->kv[0].key >= (const char *)a && a->kv[0].key < (const char *)a + a->obj.size);
+	CHECK(a->kv[1].key == b->kv[0].key);
+	store_obj_unref(&a->obj);
+	store_obj_unref(&b->obj);
 }
 
 TEST_MAIN()

@@ -146,7 +146,7 @@ TEST(lines_callback_error_and_big_buffer_freed)
 static int
 t_event(const char *line, struct kube_watch_event *ev, struct errbuf *e)
 {
-	return kube_watch_event_decode(line, strlen(line), ev, e);
+	return kube_watch_event_decode(line, strlen(line), NULL, ev, e);
 }
 
 TEST(events)
@@ -191,41 +191,92 @@ TEST(events)
 	kube_watch_event_free(&ev);
 }
 
+static const struct {
+	const char *line, *msg;
+} broken_events[] = {
+	{ "garbage", "watch event: not valid JSON" },
+	{ "{\"type\":\"ADDED\",\"object\":{}", "watch event: JSON text cut short" },
+	{ "{\"type\":\"ADDED\",\"object\":{}} {}", "watch event: not valid JSON" },
+	{ "[1,2]", "watch event: expected a JSON object" },
+	{ "{\"object\":{}}", "watch event: no type" },
+	{ "{\"type\":3,\"object\":{}}", "watch event: no type" },
+	{ "{\"type\":\"RENAMED\",\"object\":{}}", "watch event: unknown type \"RENAMED\"" },
+	{ "{\"type\":\"ADDED\"}", "watch event ADDED: no object" },
+	{ "{\"type\":\"ADDED\",\"object\":[]}", "watch event ADDED: no object" },
+	{ "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{}}}",
+	  "watch event BOOKMARK: no resourceVersion" },
+	{ "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":5}}}",
+	  "watch event ADDED: bad metadata.resourceVersion" },
+	{ "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":"
+	  "\"123456789012345678901234567890123456789012345678901234567890123456789\"}}}",
+	  "watch event ADDED: bad metadata.resourceVersion" },
+	{ "{\"type\":\"ERROR\",\"object\":{\"code\":\"410\"}}",
+	  "watch event ERROR: code is not an integer" },
+	{ "{\"type\":\"ERROR\",\"object\":{\"reason\":[]}}", "watch event ERROR: not a Status" },
+};
+
 TEST(events_broken)
 {
-	static const struct {
-		const char *line, *msg;
-	} cases[] = {
-		{ "garbage", "watch event: not valid JSON" },
-		{ "{\"type\":\"ADDED\",\"object\":{}", "watch event: JSON text cut short" },
-		{ "{\"type\":\"ADDED\",\"object\":{}} {}", "watch event: not valid JSON" },
-		{ "[1,2]", "watch event: expected a JSON object" },
-		{ "{\"object\":{}}", "watch event: no type" },
-		{ "{\"type\":3,\"object\":{}}", "watch event: no type" },
-		{ "{\"type\":\"RENAMED\",\"object\":{}}", "watch event: unknown type \"RENAMED\"" },
-		{ "{\"type\":\"ADDED\"}", "watch event ADDED: no object" },
-		{ "{\"type\":\"ADDED\",\"object\":[]}", "watch event ADDED: no object" },
-		{ "{\"type\":\"BOOKMARK\",\"object\":{\"metadata\":{}}}",
-		  "watch event BOOKMARK: no resourceVersion" },
-		{ "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":5}}}",
-		  "watch event ADDED: bad metadata.resourceVersion" },
-		{ "{\"type\":\"ADDED\",\"object\":{\"metadata\":{\"resourceVersion\":"
-		  "\"123456789012345678901234567890123456789012345678901234567890123456789\"}}}",
-		  "watch event ADDED: bad metadata.resourceVersion" },
-		{ "{\"type\":\"ERROR\",\"object\":{\"code\":\"410\"}}",
-		  "watch event ERROR: code is not an integer" },
-		{ "{\"type\":\"ERROR\",\"object\":{\"reason\":[]}}", "watch event ERROR: not a Status" },
-	};
 	struct kube_watch_event ev;
 	struct errbuf e;
 
-	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+	for (size_t i = 0; i < sizeof(broken_events) / sizeof(broken_events[0]); i++) {
 		e.msg[0] = '\0';
-		if (t_event(cases[i].line, &ev, &e) != ERR_INVALID) {
+		if (t_event(broken_events[i].line, &ev, &e) != ERR_INVALID) {
 			fprintf(stderr, "  case %zu accepted\n", i);
 			CHECK(0);
 		}
-		CHECK_CONTAINS(e.msg, cases[i].msg);
+		CHECK_CONTAINS(e.msg, broken_events[i].msg);
+	}
+}
+
+/* A decoder's fields: the event keeps only those of its object, decides
+ * and fails exactly as without them, and reads an ERROR's Status whole. */
+static const struct jsonx_keep t_md[] = {
+	{ "name", NULL }, { "resourceVersion", NULL }, { NULL, NULL },
+};
+static const struct jsonx_keep t_fields[] = {
+	{ "metadata", t_md }, { NULL, NULL },
+};
+
+TEST(events_with_fields)
+{
+	static const char *good[] = {
+		"{\"type\":\"ADDED\",\"object\":{\"kind\":\"Node\",\"metadata\":"
+		"{\"name\":\"n\",\"resourceVersion\":\"12\",\"managedFields\":[{}]},"
+		"\"status\":{\"images\":[]}}}",
+		"{\"type\":\"MODIFIED\",\"object\":{}}  \r\n",
+		"{\"object\":{\"metadata\":{\"resourceVersion\":\"1500\"}},\"type\":\"BOOKMARK\"}",
+		"{\"type\":\"ERROR\",\"object\":{\"kind\":\"Status\",\"metadata\":{},"
+		"\"message\":\"too old resource version: 1000 (1200)\",\"reason\":\"Expired\","
+		"\"code\":410}}",
+	};
+	struct kube_watch_event a, b;
+	struct errbuf e, e2;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		CHECK(t_event(good[i], &a, &e) == 0);
+		CHECK(kube_watch_event_decode(good[i], strlen(good[i]), t_fields, &b, &e) == 0);
+		CHECK(a.type == b.type && a.code == b.code);
+		CHECK((a.resource_version == NULL) == (b.resource_version == NULL));
+		if (a.resource_version)
+			CHECK_STR(a.resource_version, b.resource_version);
+		if (a.type == KUBE_WATCH_ERROR) {
+			CHECK_STR(a.reason, b.reason);
+			CHECK_STR(a.message, b.message);
+		}
+		kube_watch_event_free(&a);
+		kube_watch_event_free(&b);
+	}
+	CHECK(kube_watch_event_decode(good[0], strlen(good[0]), t_fields, &b, &e) == 0);
+	CHECK_STR(json_object_to_json_string_ext(b.object, JSON_C_TO_STRING_PLAIN),
+	    "{\"metadata\":{\"name\":\"n\",\"resourceVersion\":\"12\"}}");
+	kube_watch_event_free(&b);
+	for (size_t i = 0; i < sizeof(broken_events) / sizeof(broken_events[0]); i++) {
+		const char *l = broken_events[i].line;
+		CHECK(t_event(l, &a, &e) == ERR_INVALID);
+		CHECK(kube_watch_event_decode(l, strlen(l), t_fields, &b, &e2) == ERR_INVALID);
+		CHECK_STR(e2.msg, e.msg);
 	}
 }
 
