@@ -233,3 +233,45 @@ def test_kubectl_certificate_approve_deny_and_get(srv, kc, admin, pems):
     assert rows["c-k3"][2] == SIGNER and rows["c-k3"][3] == "kubernetes-admin"
     out = json.loads(kubectl(kc, "get", "csr", "c-k1", "-o", "json").stdout)
     assert out["spec"]["username"] == "kubernetes-admin"
+
+
+def test_python_client_creates_approves_and_reads(srv, tmp_path_factory, pems):
+    """The official client (Debian's python3-kubernetes) through its typed
+    CertificatesV1Api: create, the approval subresource, read back."""
+    kubernetes = pytest.importorskip("kubernetes")
+    from kubernetes import client, config
+    from kubernetes.client.rest import ApiException
+    kc = srv.write_kubeconfig(str(tmp_path_factory.mktemp("py") / "kc"),
+                              tls_server_name="kubernetes")
+    cfg = client.Configuration()
+    config.load_kube_config(config_file=kc, client_configuration=cfg)
+    cfg.tls_server_name = "kubernetes"
+    c = client.ApiClient(cfg)
+    try:
+        pm = c.rest_client.pool_manager
+        pm.connection_pool_kw["server_hostname"] = "kubernetes"
+        pm.connection_pool_kw["assert_hostname"] = "kubernetes"
+    except AttributeError:
+        pass
+    api = client.CertificatesV1Api(c)
+    body = client.V1CertificateSigningRequest(
+        metadata=client.V1ObjectMeta(name="c-py"),
+        spec=client.V1CertificateSigningRequestSpec(
+            request=base64.b64encode(pems["good"].encode()).decode(), signer_name=SIGNER,
+            usages=["digital signature", "server auth"], username="someone-else"))
+    made = api.create_certificate_signing_request(body)
+    assert made.spec.username == "kubernetes-admin"
+    made.status = client.V1CertificateSigningRequestStatus(conditions=[
+        client.V1CertificateSigningRequestCondition(type="Approved", status="True",
+                                                    reason="PyApprove", message="ok")])
+    out = api.replace_certificate_signing_request_approval("c-py", made)
+    [cond] = out.status.conditions
+    assert (cond.type, cond.reason) == ("Approved", "PyApprove")
+    assert cond.last_update_time is not None
+    got = api.read_certificate_signing_request("c-py")
+    assert [x.type for x in got.status.conditions] == ["Approved"]
+    # the stale object again: 409, as the real server answers
+    with pytest.raises(ApiException) as ei:
+        api.replace_certificate_signing_request_approval("c-py", made)
+    assert ei.value.status == 409
+    assert kubernetes
