@@ -3,6 +3,7 @@
 #include "controllers/csrctl.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -299,6 +300,7 @@ struct csrctl {
 	int started;
 	struct stop stop;
 	struct hmap reported;        /* "name/resourceVersion" already refused: the thread's */
+	struct hmap sources;         /* Node name -> its source + 1, for one pass: the thread's */
 };
 
 static struct metric *csrctl_m_decisions;
@@ -347,6 +349,20 @@ out:
 	json_object_put(list);
 	free(path);
 	free(sel);
+	return src;
+}
+
+/* csrctl_pass_source is csrctl_node_source, remembered for the pass. */
+static enum csrctl_source
+csrctl_pass_source(struct csrctl *c, const char *node)
+{
+	void *v = hmap_get(&c->sources, node);
+	enum csrctl_source src;
+
+	if (v != NULL)
+		return (enum csrctl_source)((intptr_t)v - 1);
+	src = csrctl_node_source(c, node);
+	hmap_put(&c->sources, node, (void *)((intptr_t)src + 1));
 	return src;
 }
 
@@ -421,9 +437,15 @@ csrctl_one(struct csrctl *c, json_object *obj)
 	node = csrctl_node_name(&q);
 	if (node != NULL)
 		no = store_get(reflector_store(c->cfg.nodes), node);
-	r = csrctl_check(&q, no ? kube_node_of(no) : NULL,
-	    no ? csrctl_node_source(c, node) : CSRCTL_SOURCE_UNKNOWN, c->cfg.trust_kubelet,
-	    &check, &e);
+	/* The source costs a LIST of Events: asked only of a request that every
+	 * earlier check lets through, and once per Node and pass. */
+	r = csrctl_check(&q, no ? kube_node_of(no) : NULL, CSRCTL_SOURCE_CLOUD, 0, &check, &e);
+	if (no != NULL && (r == 0 || strcmp(check, "ip-san") == 0 ||
+	    strcmp(check, "dns-san") == 0)) {
+		memset(&e, 0, sizeof(e));
+		r = csrctl_check(&q, kube_node_of(no), csrctl_pass_source(c, node),
+		    c->cfg.trust_kubelet, &check, &e);
+	}
 	csrctl_ref(q.name, uid, &ref);
 	if (r == 0) {
 		char *msg = xasprintf("every address the request names is node %s's, as the "
@@ -484,6 +506,8 @@ csrctl_pass(struct csrctl *c)
 	char *cont = NULL, limit[16];
 
 	snprintf(limit, sizeof(limit), "%d", CSRCTL_PAGE_LIMIT);
+	hmap_free(&c->sources, NULL);
+	hmap_init(&c->sources, HMAP_COPY_KEYS);
 	do {
 		json_object *list = NULL, *items = NULL, *md = NULL;
 		struct errbuf e = { "" };
@@ -552,6 +576,7 @@ csrctl_start(const struct csrctl_config *cfg, struct csrctl **ret, struct errbuf
 		c->cfg.period_ns = CSRCTL_PERIOD_NS;
 	stop_init(&c->stop);
 	hmap_init(&c->reported, HMAP_COPY_KEYS);
+	hmap_init(&c->sources, HMAP_COPY_KEYS);
 	c->user_agent = xstrdup(cfg->user_agent ? cfg->user_agent : "bootccm");
 	c->cfg.user_agent = c->user_agent;
 	kube_client_init(&c->client, cfg->kc, c->user_agent);
@@ -590,6 +615,7 @@ csrctl_free(struct csrctl *c)
 	if (c->client.http)
 		kube_client_cleanup(&c->client);
 	hmap_free(&c->reported, NULL);
+	hmap_free(&c->sources, NULL);
 	free(c->user_agent);
 	stop_destroy(&c->stop);
 	free(c);
