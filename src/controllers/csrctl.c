@@ -386,6 +386,11 @@ csrctl_decide(struct csrctl *c, json_object *obj, const char *name, const char *
 		conds = xcheck(json_object_new_array());
 		json_object_object_add(st, "conditions", conds);
 	}
+	/* list items carry no kind: say what the body is */
+	json_object_object_add(obj, "apiVersion",
+	    xcheck(json_object_new_string("certificates.k8s.io/v1")));
+	json_object_object_add(obj, "kind",
+	    xcheck(json_object_new_string("CertificateSigningRequest")));
 	cond = xcheck(json_object_new_object());
 	json_object_object_add(cond, "type", xcheck(json_object_new_string(type)));
 	json_object_object_add(cond, "status", xcheck(json_object_new_string("True")));
@@ -408,6 +413,22 @@ csrctl_ref(const char *name, const char *uid, struct events_ref *ref)
 	ref->api_version = "certificates.k8s.io/v1";
 	ref->name = name;
 	ref->uid = uid;
+}
+
+/* csrctl_first_time remembers key and tells whether it is new: what is
+ * reported once per version of a request. */
+static int
+csrctl_first_time(struct csrctl *c, const char *key)
+{
+	if (hmap_get(&c->reported, key) != NULL)
+		return 0;
+	if (hmap_len(&c->reported) >= CSRCTL_SEEN_MAX) {
+		/* forgetting only means reporting some requests once more */
+		hmap_free(&c->reported, NULL);
+		hmap_init(&c->reported, HMAP_COPY_KEYS);
+	}
+	hmap_put(&c->reported, key, (void *)1);
+	return 1;
 }
 
 /* csrctl_one checks one listed request and acts on it. */
@@ -456,10 +477,15 @@ csrctl_one(struct csrctl *c, json_object *obj)
 			log_info(0, "Approved kubelet serving certificate request", "csr", q.name,
 			    "node", node, NULL);
 			metric_add(csrctl_m_decisions, 1, "approved", "none");
+		} else if (r == ERR_CONFLICT || r == ERR_NOT_FOUND) {
+			log_info(2, "Kubelet serving certificate request changed since listed; "
+			    "next pass", "csr", q.name, "err", we.msg, NULL);
 		} else if (!stop_requested(&c->stop)) {
-			log_info(r == ERR_CONFLICT || r == ERR_NOT_FOUND ? 2 : 0,
-			    "Cannot approve a kubelet serving certificate request; next pass",
-			    "csr", q.name, "err", we.msg, NULL);
+			/* a 403 (RBAC not applied yet) would repeat every pass: once */
+			key = xasprintf("approve/%s/%s", q.name, rv ? rv : "");
+			if (csrctl_first_time(c, key))
+				log_warn("Cannot approve a kubelet serving certificate request; "
+				    "trying again every pass", "csr", q.name, "err", we.msg, NULL);
 		}
 		free(msg);
 		goto out;
@@ -480,14 +506,8 @@ csrctl_one(struct csrctl *c, json_object *obj)
 		}
 		goto out;
 	}
-	if (hmap_get(&c->reported, key) != NULL)
+	if (!csrctl_first_time(c, key))
 		goto out;
-	if (hmap_len(&c->reported) >= CSRCTL_SEEN_MAX) {
-		/* forgetting only means reporting some requests once more */
-		hmap_free(&c->reported, NULL);
-		hmap_init(&c->reported, HMAP_COPY_KEYS);
-	}
-	hmap_put(&c->reported, key, (void *)1);
 	log_warn("Kubelet serving certificate request left pending", "csr", q.name,
 	    "check", check, "reason", e.msg, NULL);
 	metric_add(csrctl_m_decisions, 1, "pending", check);

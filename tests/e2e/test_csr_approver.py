@@ -227,3 +227,25 @@ def test_trusting_kubelet_addresses_and_denying(api, tmp, cluster):
     assert "(check ip-san)" in cond["message"]
     ev = wait_csr_event(api, "w1-other-ip", "AutoDenied")
     assert ev["type"] == "Warning"
+
+
+def test_without_approve_on_the_signer_nothing_is_approved(api, tmp, cluster):
+    """The shipped RBAC's signers rule is needed: without it the API
+    server's admission refuses the approval (403), said once, tried again
+    every pass."""
+    import time
+    d = cluster()
+    role = api.get_object("clusterroles", "system:cloud-controller-manager",
+                          group="rbac.authorization.k8s.io")
+    role["rules"] = [r for r in role["rules"] if r.get("resources") != ["signers"]]
+    api.update_object(role)
+    node_creates(api, tmp, "cp-1", csr_object(
+        "no-approve", openssl_csr(tmp, "n", "system:node:cp-1", "IP:" + CP_IP)))
+    d.wait_for("Cannot approve a kubelet serving certificate request", timeout=15)
+    assert 'user not permitted to approve requests with signerName ' \
+        '\\"kubernetes.io/kubelet-serving\\"' in d.output(), d.output()
+    time.sleep(6)
+    assert d.output().count("Cannot approve a kubelet serving certificate request") == 1
+    assert conditions(api, "no-approve") == []
+    refused = [e for e in api.request_log() if e.get("subresource") == "approval"]
+    assert len(refused) >= 2 and all(e["code"] == 403 for e in refused), refused
