@@ -11,6 +11,13 @@
 #                   ctr -n k8s.io images import)
 #   make bench      the benchmarks in bench/ with the parameters bench/RESULTS.md
 #                   records, printing their figures (minutes; not part of check)
+#   make soak       bench/soak.py (5,000 Nodes, 2,000 LoadBalancer Services, 10
+#                   minutes of churn) and the long fault and failover matrices
+#                   (30 s and 120 s outages, 50 kill -9 each); about an hour
+#   make valgrind   build/glibc/bootccm (glibc, no sanitizer) under valgrind
+#                   through 5 minutes of churn: 0 bytes definitely lost or fail
+#   make fuzz-long  every fuzz harness for FUZZ_LONG_SECONDS (600) each,
+#                   FUZZ_LONG_JOBS (1) at a time; execs and crashes per harness
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Each step prints one short line (CC, LD, GEN...); make V=1 prints the full
@@ -81,7 +88,8 @@ FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(BUILD)/fuzz/%,$(FUZZ_SRCS))
 DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/dev/drivers/%,$(DRIVER_SRCS))
 TSAN_DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/tsan/drivers/%,$(DRIVER_SRCS))
 
-.PHONY: all static dev tsan unit fuzz check demo image bench install clean packages deps FORCE
+.PHONY: all static dev tsan unit fuzz check demo image bench install clean packages deps FORCE \
+	glibc soak valgrind fuzz-long
 .DELETE_ON_ERROR:
 # Keep every object: those of the test programs, drivers and fuzz harnesses
 # are intermediate files of pattern rules, which make would otherwise delete
@@ -153,6 +161,18 @@ $(BUILD)/tsan/drivers/%: $(BUILD)/tsan/tests/drivers/%.o $(TSAN_OBJS)
 	$(call say,LD [tsan],$@)
 	$(Q)$(DEV_CC) $(TSAN) -o $@ $^ $(SYS_LIBS)
 
+# glibc without a sanitizer: what valgrind runs (make valgrind)
+GLIBC_OBJS := $(patsubst %.c,$(BUILD)/glibc/%.o,$(CORE) $(TLS_DEV) src/main.c)
+$(BUILD)/glibc/%.o: %.c | $(BUILD)/gen/version.h
+	@mkdir -p $(@D)
+	$(call say,CC [glibc],$<)
+	$(Q)$(DEV_CC) $(DEV_CFLAGS) -MMD -MP -c $< -o $@
+$(BUILD)/glibc/src/main.o: $(BUILD)/gen/version.h
+$(BUILD)/glibc/bootccm: $(GLIBC_OBJS)
+	$(call say,LD [glibc],$@)
+	$(Q)$(DEV_CC) -o $@ $^ $(SYS_LIBS)
+glibc: $(BUILD)/glibc/bootccm
+
 dev: $(BUILD)/dev/bootccm $(UNIT_BINS) $(DRIVER_BINS)
 tsan: $(BUILD)/tsan/bootccm $(TSAN_UNIT_BINS) $(TSAN_DRIVER_BINS)
 
@@ -197,10 +217,14 @@ $(BUILD)/bootccm-image.tar: $(BUILD)/bootccm scripts/make-image.sh
 # nodes, burst and before modes, QPS 100, 4 workers, one run (NODE_BURST_ARGS
 # adds flags), lb_burst.py 1,000 LoadBalancer Services on the static provider
 # with 5,000 Nodes cached, with and without the kube-vip annotation, QPS 100,
-# 4 workers, one run (LB_BURST_ARGS adds flags). Raw lines go to
+# 4 workers, one run (LB_BURST_ARGS adds flags), hcloud_requests.py the
+# Hetzner Cloud API requests of node syncs at 1,000 and 5,000 nodes, balancer
+# creation at 10 and 100, idle route passes at 90 and a steady hour at 1,000
+# nodes and 50 Services (HCLOUD_REQUESTS_ARGS adds flags). Raw lines go to
 # $(BUILD)/bench/*.jsonl; the figures (medians) are printed.
 NODE_BURST_ARGS ?=
 LB_BURST_ARGS ?=
+HCLOUD_REQUESTS_ARGS ?=
 bench: static
 	@mkdir -p $(BUILD)/bench
 	$(call say,BENCH,bench/cache_memory.sh)
@@ -213,6 +237,33 @@ bench: static
 	$(call say,BENCH,bench/lb_burst.py)
 	$(Q)$(PYTHON) bench/lb_burst.py --bootccm $(BUILD)/bootccm \
 		--json $(BUILD)/bench/lb_burst.jsonl $(LB_BURST_ARGS)
+	$(call say,BENCH,bench/hcloud_requests.py)
+	$(Q)rm -f $(BUILD)/bench/hcloud_requests.jsonl
+	$(Q)$(PYTHON) bench/hcloud_requests.py --bootccm $(BUILD)/bootccm \
+		--json $(BUILD)/bench/hcloud_requests.jsonl $(HCLOUD_REQUESTS_ARGS)
+
+# The long runs (not part of check): bench/soak.py with its defaults (SOAK_ARGS
+# adds flags), then the fault and failover matrices at their long settings
+# (BOOTCCM_FAULT_SOAK=1: minutes of churn, 50 kill -9 each), the outages
+# once at 30 s and once at 120 s.
+SOAK_ARGS ?=
+soak: static
+	@mkdir -p $(BUILD)/bench
+	$(call say,BENCH,bench/soak.py)
+	$(Q)$(PYTHON) bench/soak.py --bootccm $(BUILD)/bootccm --json $(BUILD)/bench/soak.jsonl $(SOAK_ARGS)
+	$(call say,TEST,fault and failover matrices (long))
+	$(Q)BOOTCCM_FAULT_SOAK=1 BOOTCCM=$(BUILD)/bootccm BOOTCCM_FAILOVER_JSON=$(BUILD)/bench/failover.jsonl \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e/test_fault_matrix.py \
+		tests/e2e/test_fault_kill.py tests/e2e/test_failover.py
+	$(Q)BOOTCCM_FAULT_SOAK=1 BOOTCCM_FAULT_OUTAGE_S=120 BOOTCCM=$(BUILD)/bootccm \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/e2e/test_fault_matrix.py -k api_outage
+
+valgrind: glibc
+	$(call say,VALGRIND,$(BUILD)/glibc/bootccm)
+	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) scripts/valgrind.sh
+
+fuzz-long: fuzz
+	$(Q)BUILD=$(BUILD) scripts/fuzz-long.sh
 
 install: $(BUILD)/bootccm
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX)/bin/bootccm)

@@ -41,6 +41,7 @@ struct http_xfer {
 	char *content_type;
 	char *warning;
 	long retry_after_s;
+	char *captured[HTTP_CAPTURE_MAX];
 };
 
 /* A one-shot command's deadline; 0: none. Written once before requests. */
@@ -156,6 +157,8 @@ http_response_free(struct http_response *r)
 	free(r->body);
 	free(r->content_type);
 	free(r->warning);
+	for (int i = 0; i < HTTP_CAPTURE_MAX; i++)
+		free(r->captured[i]);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -277,8 +280,18 @@ http_header_cb(char *line, size_t size, size_t nmemb, void *arg)
 		free(x->warning);
 		x->content_type = x->warning = NULL;
 		x->retry_after_s = -1;
+		for (int i = 0; i < HTTP_CAPTURE_MAX; i++) {
+			free(x->captured[i]);
+			x->captured[i] = NULL;
+		}
 		return n;
 	}
+	for (int i = 0; x->req->capture && x->req->capture[i] && i < HTTP_CAPTURE_MAX; i++)
+		if ((v = http_header_value(line, n, x->req->capture[i])) != NULL) {
+			free(x->captured[i]);
+			x->captured[i] = v;
+			break;
+		}
 	if ((v = http_header_value(line, n, "Content-Type")) != NULL) {
 		free(x->content_type);
 		x->content_type = v;
@@ -491,6 +504,10 @@ http_do(struct http_client *c, const struct http_request *req,
 	ret->warning = x.warning;
 	ret->retry_after_s = x.retry_after_s;
 	x.content_type = x.warning = NULL;
+	for (int i = 0; i < HTTP_CAPTURE_MAX; i++) {
+		ret->captured[i] = x.captured[i];
+		x.captured[i] = NULL;
+	}
 out:
 	/* drop our pointers to borrowed state before the handle is reused */
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, NULL);
@@ -505,5 +522,7 @@ out:
 	dynbuf_free(&x.body);
 	free(x.content_type);
 	free(x.warning);
+	for (int i = 0; i < HTTP_CAPTURE_MAX; i++)
+		free(x.captured[i]);
 	return r;
 }

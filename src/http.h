@@ -20,6 +20,7 @@
 #define HTTP_BODY_MAX (16 * 1024 * 1024)  /* bytes: default response cap */
 #define HTTP_CONNECT_TIMEOUT_MS 5000      /* default connect timeout */
 #define HTTP_HEADER_MAX 8192              /* bytes: a captured header value */
+#define HTTP_CAPTURE_MAX 4                /* response headers one request may capture */
 
 struct http_tls {
 	const char *ca_pem;        /* trusted CAs (PEM) or NULL */
@@ -55,6 +56,9 @@ struct http_request {
 	http_on_data on_data;            /* stream a 2xx answer's body here instead of
 	                                    buffering it; other answers are buffered */
 	void *on_data_arg;
+	const char *const *capture;      /* NULL-terminated names of response headers
+	                                    to keep (at most HTTP_CAPTURE_MAX, the rest
+	                                    ignored), or NULL */
 };
 
 struct http_response {
@@ -64,6 +68,9 @@ struct http_response {
 	char *content_type;              /* or NULL */
 	long retry_after_s;              /* Retry-After in seconds, -1 if absent */
 	char *warning;                   /* first Warning header or NULL */
+	char *captured[HTTP_CAPTURE_MAX]; /* the values of req->capture's headers, in
+	                                    its order (the last one seen); NULL when
+	                                    absent */
 };
 
 struct http_client;

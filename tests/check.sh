@@ -83,11 +83,13 @@ BOOTCCM_DRIVERS="$BUILD/dev/drivers" pytest_suite e2e-asan "$BUILD/dev/bootccm" 
 BOOTCCM_DRIVERS="$BUILD/dev/drivers" pytest_suite integration-asan "$BUILD/dev/bootccm" \
 	tests/integration
 # the daemon's threads (reflectors, lease, controllers, serving, the static
-# provider's inventory and health polling, the service controller) under
+# provider's inventory and health polling, the service controller, the
+# hcloud provider's shared listing, request pool and action polling) under
 # ThreadSanitizer: a race makes the binary exit 66, which the fixtures fail
 BOOTCCM_DRIVERS="$BUILD/tsan/drivers" pytest_suite e2e-tsan "$BUILD/tsan/bootccm" \
 	tests/e2e/test_bootstrap.py tests/e2e/test_daemon.py tests/integration/test_node_controller.py \
-	tests/e2e/test_install_e2e.py tests/e2e/test_static_provider.py tests/e2e/test_static_lb.py
+	tests/e2e/test_install_e2e.py tests/e2e/test_static_provider.py tests/e2e/test_static_lb.py \
+	tests/e2e/test_hcloud.py tests/e2e/test_hcloud_lb.py tests/e2e/test_hcloud_routes.py
 pytest_suite fake-apiserver "$BUILD/bootccm" tests/fakes --ignore=tests/fakes/metadata --ignore=tests/fakes/hcloud
 pytest_suite fake-metadata "$BUILD/bootccm" tests/fakes/metadata
 pytest_suite fake-hcloud "$BUILD/bootccm" tests/fakes/hcloud

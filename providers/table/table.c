@@ -4,11 +4,13 @@
 #include <stddef.h>
 
 #include "cloud.h"
+#include "../hcloud/hcloud.h"
 #include "../metadata/metadata.h"
 #include "../static/static.h"
 
 const struct cloud_provider *const cloud_providers[] = {
 	&metadata_provider,
 	&static_provider,
+	&hcloud_provider,
 	NULL,
 };

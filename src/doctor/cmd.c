@@ -239,8 +239,9 @@ doctor_cmd(int argc, char **argv, struct stop *stop)
 	kube_client_init(&c, &kc, "bootccm-doctor");
 	have_client = 1;
 	kube_client_set_stop(&c, stop);
+	/* one deadline for every request (a request after it fails unsent;
+	 * a transfer it cuts has run to it, so the message below is true) */
 	deadline = clock_mono_ns() + o.timeout_ns;
-	kube_client_set_deadline(&c, deadline);
 	http_set_deadline(deadline);
 	if ((r = doctor_read(&c, &in, &e)) < 0) {
 		if (clock_mono_ns() >= deadline) {

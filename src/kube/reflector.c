@@ -813,6 +813,8 @@ reflector_start(struct reflector *r, struct errbuf *e)
 void
 reflector_stop(struct reflector *r)
 {
+	if (r == NULL)
+		return;
 	stop_request(&r->stop);
 	pthread_mutex_lock(&r->lock);
 	pthread_cond_broadcast(&r->cond);  /* reflector_wait_synced */

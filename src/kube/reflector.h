@@ -103,7 +103,8 @@ int reflector_start(struct reflector *r, struct errbuf *e);
 /* reflector_stop asks the thread to end and waits for it: the request in
  * progress is aborted at once (its socket is shut down) and the
  * client's retries and the backoff sleeps are abandoned. No handler runs
- * after it returns. Idempotent; a stopped reflector does not start again. */
+ * after it returns. Idempotent; a stopped reflector does not start again.
+ * NULL is fine. */
 void reflector_stop(struct reflector *r);
 
 /* reflector_free stops the reflector if needed and frees it with its store.

@@ -367,6 +367,12 @@ static const struct cloud_provider drv_provider = {
 	.load_balancers = &drv_lb,
 };
 
+/* Leadership changes one at a time, as the lease's callbacks make them:
+ * the command thread and the shutdown in main take drv_leading_mu, and no
+ * command is obeyed once the shutdown began. */
+static pthread_mutex_t drv_leading_mu = PTHREAD_MUTEX_INITIALIZER;
+static int drv_shutting_down;
+
 /* drv_commands reads "start" / "stop" lines from stdin: leadership. */
 static void *
 drv_commands(void *arg)
@@ -376,6 +382,11 @@ drv_commands(void *arg)
 
 	(void)arg;
 	while (fgets(line, sizeof(line), stdin) != NULL) {
+		pthread_mutex_lock(&drv_leading_mu);
+		if (drv_shutting_down) {
+			pthread_mutex_unlock(&drv_leading_mu);
+			break;
+		}
 		if (strncmp(line, "stop", 4) == 0) {
 			servicectl_stop(drv_ctl);
 			drv_print("{\"event\":\"stopped-leading\"}");
@@ -384,6 +395,7 @@ drv_commands(void *arg)
 				fprintf(stderr, "drv_servicectl: %s\n", e.msg);
 			drv_print("{\"event\":\"started-leading\"}");
 		}
+		pthread_mutex_unlock(&drv_leading_mu);
 	}
 	return NULL;
 }
@@ -462,7 +474,10 @@ main(int argc, char **argv)
 	pthread_detach(cmd);
 	drv_print("{\"event\":\"ready\"}");
 	stop_sleep_until(&drv_stop, INT64_MAX);
+	pthread_mutex_lock(&drv_leading_mu);
+	drv_shutting_down = 1;
 	servicectl_stop(drv_ctl);
+	pthread_mutex_unlock(&drv_leading_mu);
 	reflector_stop(services);  /* their threads call the controller's handlers */
 	reflector_stop(nodes);
 	servicectl_free(drv_ctl);

@@ -167,4 +167,4 @@ def test_waits_quietly_for_a_late_api_server(tmp, daemon):
 def test_unknown_cloud_provider_exits_2_with_the_known_ones():
     r = run(["--cloud-provider=nosuchcloud", "--secure-port=0"])
     assert r.returncode == 2
-    assert '--cloud-provider "nosuchcloud": unknown provider; known: metadata, static' in r.stderr
+    assert '--cloud-provider "nosuchcloud": unknown provider; known: metadata, static, hcloud' in r.stderr

@@ -67,7 +67,7 @@ class Fault(object):
 
     def __init__(self, path_prefix="/", status=None, count=1, method=None,
                  verb=None, retry_after=None, delay=0.0, abort=False,
-                 message=None, user=None):
+                 message=None, user=None, blackhole=False):
         Fault._ids += 1
         self.id = Fault._ids
         self.path_prefix = path_prefix
@@ -80,6 +80,7 @@ class Fault(object):
         self.abort = bool(abort)
         self.message = message
         self.user = user
+        self.blackhole = bool(blackhole)
         self.hits = 0
 
     def matches(self, method, path, verb, user):
@@ -101,7 +102,8 @@ class Fault(object):
                 "method": self.method, "verb": self.verb,
                 "retryAfter": self.retry_after, "delay": self.delay,
                 "abort": self.abort, "message": self.message,
-                "user": self.user, "hits": self.hits}
+                "user": self.user, "blackhole": self.blackhole,
+                "hits": self.hits}
 
 
 class WatchHold(object):
@@ -272,6 +274,8 @@ class _Handler(BaseHTTPRequestHandler):
         self._code = 200
 
     def stream_chunk(self, data):
+        # a black-holed watch goes silent, then is reset
+        self.fake._hold_while_blackholed(self)
         self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
         self.wfile.flush()
 
@@ -465,12 +469,25 @@ class FakeAPIServer(object):
                 continue
             with self._lock:
                 mode = self._outage_now()
+            if mode == "blackhole" and not self._stopping:
+                # accepted, never answered: reset once the outage ends
+                threading.Thread(target=self._hold_conn, args=(conn,),
+                                 name="fakeapi-held", daemon=True).start()
+                continue
             if mode is not None or self._stopping:
                 _rst(conn)
                 continue
             t = threading.Thread(target=self._serve_conn, args=(conn, addr),
                                  name="fakeapi-conn", daemon=True)
             t.start()
+
+    def _hold_conn(self, conn):
+        while not self._stopping:
+            with self._lock:
+                if self._outage_now() != "blackhole":
+                    break
+            time.sleep(0.05)
+        _rst(conn)
 
     def _close_listener(self):
         if self._lsock is not None:
@@ -613,16 +630,19 @@ class FakeAPIServer(object):
 
     def inject_fault(self, path_prefix="/", status=None, count=1, method=None,
                      verb=None, retry_after=None, delay=0.0, abort=False,
-                     message=None, user=None):
+                     message=None, user=None, blackhole=False):
         """The next `count` requests (None = all) whose path starts with
         path_prefix (and method / Kubernetes verb / user, when given) get the
         fault: delayed by `delay` s, then answered with `status` (a Status
         body; Retry-After when retry_after is set), or their connection reset
         without an answer (abort=True), or served normally (delay only).
-        Returns the fault id."""
+        blackhole=True: a network partition: each such request goes
+        unanswered for as long as the rule exists (until clear_faults
+        removes it), then its connection is reset; open watches of the
+        same user and path go silent the same way.  Returns the fault id."""
         with self._lock:
             f = Fault(path_prefix, status, count, method, verb, retry_after,
-                      delay, abort, message, user)
+                      delay, abort, message, user, blackhole)
             self._faults.append(f)
         return f.id
 
@@ -704,15 +724,45 @@ class FakeAPIServer(object):
     def outage(self, seconds, mode="refuse"):
         """For `seconds`, refuse connections (mode "refuse": nothing listens)
         or accept and reset them ("reset").  Open connections are reset at
-        once, like a restarting API server."""
-        if mode not in ("refuse", "reset"):
-            raise ValueError("mode must be refuse or reset")
+        once, like a restarting API server.  Mode "blackhole" is a network
+        that drops every packet: connections are accepted but never
+        answered, requests on open connections go unanswered and open
+        watches go silent; when it ends, all of those are reset."""
+        if mode not in ("refuse", "reset", "blackhole"):
+            raise ValueError("mode must be refuse, reset or blackhole")
         with self._lock:
             self._outage_mode = mode
             self._outage_until = time.time() + float(seconds)
             if mode == "refuse":
                 self._close_listener()
-        self._kill_connections(reset=True)
+        if mode != "blackhole":
+            self._kill_connections(reset=True)
+
+    def _blackholed(self, h):
+        """Whether h's request (or watch) must go unanswered now: a
+        blackhole outage, or a blackhole fault rule matching it."""
+        info = getattr(h, "_bh", None)
+        with self._lock:
+            if self._outage_now() == "blackhole":
+                return True
+            if info is None:
+                return False
+            return any(f.blackhole and f.path_prefix and info[1].startswith(f.path_prefix)
+                       and (not f.method or f.method == info[0])
+                       and (not f.verb or f.verb == info[2])
+                       and (not f.user or f.user == info[3])
+                       for f in self._faults)
+
+    def _hold_while_blackholed(self, h):
+        """Holds h unanswered while it is black-holed; if it was, resets its
+        connection and raises OSError."""
+        held = False
+        while not self._stopping and self._blackholed(h):
+            held = True
+            time.sleep(0.05)
+        if held:
+            h.abort()
+            raise OSError("black-holed")
 
     def end_watches(self):
         """End every open watch cleanly (final chunk, connection kept), as
@@ -870,10 +920,20 @@ class FakeAPIServer(object):
                 raise
             entry["user"] = user
             entry["groups"] = groups
+            h._bh = (h.command, path, info.verb, user)
             if not control:
                 f = self._take_fault(h.command, path, info.verb, user)
                 if f is not None:
                     entry["fault"] = f.id
+                if (f is not None and f.blackhole) or self._blackholed(h):
+                    entry["aborted"] = True
+                    try:
+                        self._hold_while_blackholed(h)
+                    except OSError:
+                        pass
+                    h.abort()
+                    return
+                if f is not None:
                     if f.delay:
                         time.sleep(f.delay)
                     if f.abort:
@@ -1052,7 +1112,7 @@ class FakeAPIServer(object):
                 args.get("count", 1), args.get("method"), args.get("verb"),
                 args.get("retryAfter"), args.get("delay", 0),
                 args.get("abort", False), args.get("message"),
-                args.get("user"))
+                args.get("user"), args.get("blackhole", False))
             return h.reply(201, {"id": fid})
         if p == "/faults" and m == "GET":
             return h.reply(200, {"faults": self.faults()})

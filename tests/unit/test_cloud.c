@@ -30,7 +30,7 @@ TEST(find_unknown)
 
 TEST(names_list_every_provider)
 {
-	CHECK_STR(cloud_provider_names(), "metadata, static");
+	CHECK_STR(cloud_provider_names(), "metadata, static, hcloud");
 	CHECK(cloud_provider_find("static") != NULL);
 }
 
@@ -41,7 +41,7 @@ TEST(lookup_message)
 
 	CHECK(cloud_provider_lookup("x", &p, &e) == ERR_INVALID);
 	CHECK(p == NULL);
-	CHECK_STR(e.msg, "--cloud-provider \"x\": unknown provider; known: metadata, static");
+	CHECK_STR(e.msg, "--cloud-provider \"x\": unknown provider; known: metadata, static, hcloud");
 	CHECK(cloud_provider_lookup("metadata", &p, &e) == 0);
 	CHECK(p == cloud_provider_find("metadata"));
 }

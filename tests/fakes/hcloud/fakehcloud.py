@@ -237,7 +237,8 @@ class _Server(http.server.ThreadingHTTPServer):
 # path regex, {method: handler name}
 _ROUTES = [(re.compile(p + "$"), m) for p, m in [
     (r"/servers", {"GET": "list_servers"}),
-    (r"/servers/(\d+)", {"GET": "get_server", "DELETE": "delete_server"}),
+    (r"/servers/(\d+)", {"GET": "get_server", "PUT": "update_server",
+                          "DELETE": "delete_server"}),
     (r"/servers/(\d+)/actions", {"GET": "res_actions"}),
     (r"/servers/(\d+)/actions/(\d+)", {"GET": "res_action"}),
     (r"/load_balancers", {"GET": "list_lbs", "POST": "create_lb"}),
@@ -858,6 +859,9 @@ class FakeHcloud(object):
 
     def _r_get_server(self, h, rel, g, q, body, entry):
         return 200, {"server": self.state.get_server(int(g[0]))}, {}
+
+    def _r_update_server(self, h, rel, g, q, body, entry):
+        return 200, {"server": self.state.put_server(int(g[0]), body)}, {}
 
     def _r_delete_server(self, h, rel, g, q, body, entry):
         a = self.state.delete_server(int(g[0]))

@@ -485,7 +485,8 @@ class State(object):
         with self.lock:
             del self.servers[sid]
 
-    def render_server(self, sid):
+    def render_server(self, sid, targeting=None):
+        """targeting: _targeting()'s map, when rendering many servers."""
         s = self.servers[sid]
         loc = dict(self.locations[s["location"]])
         pub4 = None
@@ -513,7 +514,8 @@ class State(object):
             "ingoing_traffic": 0, "included_traffic": INCLUDED_TRAFFIC,
             "protection": dict(s["protection"]),
             "labels": dict(s["labels"]), "volumes": [],
-            "load_balancers": self._lbs_targeting(sid),
+            "load_balancers": (self._lbs_targeting(sid) if targeting is None
+                               else list(targeting.get(sid, ()))),
             "primary_disk_size": st["disk"], "placement_group": None,
         }
         if self.legacy_datacenter:
@@ -530,7 +532,7 @@ class State(object):
 
     def list_servers(self, name=None, selector=None, statuses=None):
         with self.lock:
-            out = []
+            out, targeting = [], None
             for sid in sorted(self.servers):
                 s = self.servers[sid]
                 if name is not None and s["name"] != name:
@@ -539,12 +541,40 @@ class State(object):
                     continue
                 if statuses and s["status"] not in statuses:
                     continue
-                out.append(self.render_server(sid))
+                if targeting is None:
+                    targeting = self._targeting()
+                out.append(self.render_server(sid, targeting))
             return out
 
     def get_server(self, sid):
         with self.lock:
             self._server(sid)
+            return self.render_server(sid)
+
+    def put_server(self, sid, body):
+        """PUT /servers/{id}: name (unique, non-empty) and labels (replaced
+        whole), as the API's "Update a Server"; 423 locked while an action
+        runs on it."""
+        with self.lock:
+            s = self._server(sid)
+            if self._locked_by(("server", sid)):
+                raise ApiError(423, "locked", "server is locked")
+            name = _field(body, "name", str)
+            labels = _field(body, "labels", dict)
+            if name is not None:
+                if not name:
+                    raise invalid("name", "must not be empty")
+                for other in self.servers.values():
+                    if other["name"] == name and other["id"] != sid:
+                        raise ApiError(409, "uniqueness_error",
+                                       "name is already used",
+                                       {"fields": [{"name": "name"}]})
+            if labels is not None:
+                self._check_labels(labels)
+            if name is not None:
+                s["name"] = name
+            if labels is not None:
+                s["labels"] = dict(labels)
             return self.render_server(sid)
 
     def delete_server(self, sid):
@@ -740,14 +770,23 @@ class State(object):
             self.robot_ips.add(str(ipaddress.ip_address(ip)))
 
     def _lbs_targeting(self, sid):
-        out = []
+        return self._targeting().get(sid, [])
+
+    def _targeting(self):
+        """{server id: [ids of the load balancers targeting it, ascending]},
+        label selectors resolved once per balancer (a listing of N servers
+        would otherwise resolve every selector N times)."""
+        out = {}
         for lid in sorted(self.lbs):
             lb = self.lbs[lid]
-            if any(t["type"] == "server" and t["server"] == sid
-                   for t in lb["targets"]) or \
-                    any(sid in self._resolve(lb, t) for t in lb["targets"]
-                        if t["type"] == "label_selector"):
-                out.append(lid)
+            hit = set()
+            for t in lb["targets"]:
+                if t["type"] == "server":
+                    hit.add(t["server"])
+                elif t["type"] == "label_selector":
+                    hit.update(self._resolve(lb, t))
+            for sid in hit:
+                out.setdefault(sid, []).append(lid)
         return out
 
     def _resolve(self, lb, t):

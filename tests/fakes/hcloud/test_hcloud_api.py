@@ -282,6 +282,26 @@ def test_server_changes_from_python(hc, api):
     assert api.error("GET", "servers/%d" % s["id"])[0] == 404
 
 
+def test_update_server_name_and_labels(hc, api):
+    s = hc.add_server(name="node-a", labels={"keep": "1"})
+    hc.add_server(name="node-b")
+    p = "servers/%d" % s["id"]
+    out = api.ok("PUT", p, {"labels": {"keep": "1", "bootccm.io/lb-x": ""}})
+    assert out["server"]["labels"] == {"keep": "1", "bootccm.io/lb-x": ""}
+    # labels are replaced whole, the name is kept
+    out = api.ok("PUT", p, {"labels": {"new": "v"}})["server"]
+    assert (out["name"], out["labels"]) == ("node-a", {"new": "v"})
+    sel = api.ok("GET", "servers?label_selector=new")["servers"]
+    assert [x["id"] for x in sel] == [s["id"]]
+    assert api.ok("PUT", p, {"name": "node-c"})["server"]["name"] == "node-c"
+    assert api.error("PUT", p, {"name": "node-b"}) == (409, "uniqueness_error")
+    assert api.error("PUT", p, {"name": ""}) == (422, "invalid_input")
+    assert api.error("PUT", p, {"labels": {"a b": "c"}}) == (
+        422, "invalid_input")
+    assert api.error("PUT", p, {"labels": "x"}) == (422, "invalid_input")
+    assert api.error("PUT", "servers/99", {"labels": {}}) == (404, "not_found")
+
+
 def test_delete_server_returns_an_action(hc, api):
     s = hc.add_server(name="node-a")
     st, _, out = api.request("DELETE", "servers/%d" % s["id"])
@@ -655,6 +675,35 @@ def test_label_selector_targets_are_resolved(hc, api):
     assert api.error("POST", p, {"type": "label_selector",
                                  "label_selector": {"selector": "a=b=c"}}) \
         == (422, "invalid_input")
+
+
+def test_server_listing_names_the_same_balancers_as_each_server(hc, api):
+    """GET /servers (balancers resolved once per listing) and GET
+    /servers/{id} agree on every server's load_balancers: server targets,
+    label selectors, private selectors, none."""
+    n = _net(hc)
+    servers = [hc.add_server(name="s%d" % i, labels={"pool": "p%d" % (i % 3)},
+                             private_net=[n["id"]] if i % 2 else [])
+               for i in range(9)]
+    lbs = [_lb(api, "by-id"), _lb(api, "p0"), _lb(api, "p1-private", network=n["id"]),
+           _lb(api, "empty")]
+    for s in servers[:2]:
+        api.action("POST", "load_balancers/%d/actions/add_target" % lbs[0]["id"],
+                   {"type": "server", "server": {"id": s["id"]}})
+    api.action("POST", "load_balancers/%d/actions/add_target" % lbs[1]["id"],
+               {"type": "label_selector", "label_selector": {"selector": "pool=p0"}})
+    api.action("POST", "load_balancers/%d/actions/add_target" % lbs[2]["id"],
+               {"type": "label_selector", "use_private_ip": True,
+                "label_selector": {"selector": "pool in (p1,p0)"}})
+    listed = {s["id"]: s["load_balancers"]
+              for s in api.ok("GET", "servers?per_page=50")["servers"]}
+    each = {s["id"]: api.ok("GET", "servers/%d" % s["id"])["server"]["load_balancers"]
+            for s in servers}
+    assert listed == each
+    assert listed[servers[0]["id"]] == [lbs[0]["id"], lbs[1]["id"]]
+    assert listed[servers[1]["id"]] == [lbs[0]["id"], lbs[2]["id"]]
+    assert listed[servers[2]["id"]] == []
+    assert listed[servers[3]["id"]] == [lbs[1]["id"], lbs[2]["id"]]
 
 
 def test_target_health_is_settable(hc, api):

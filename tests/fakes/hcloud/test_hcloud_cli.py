@@ -122,6 +122,16 @@ def test_server_describe(hc, cli):
     assert "Location:\n    Name:\t\thel1" in out
 
 
+def test_server_add_and_remove_label(hc, cli):
+    s = hc.add_server(name="node-a", labels={"keep": "1"})
+    seq = hc.log_seq()
+    cli("server", "add-label", "node-a", "pool=ingress")
+    assert hc.server(s["id"])["labels"] == {"keep": "1", "pool": "ingress"}
+    assert ("PUT", "/v1/servers/%d" % s["id"], "", 200) in _requests(hc, seq)
+    cli("server", "remove-label", "node-a", "pool")
+    assert hc.server(s["id"])["labels"] == {"keep": "1"}
+
+
 def test_server_describe_unknown(hc, cli):
     r = cli("server", "describe", "nope", ok=False)
     assert r.returncode != 0 and "server not found: nope" in r.stderr

@@ -72,6 +72,16 @@ def test_server_fields(hc, client):
     assert [x.name for x in client.servers.get_all(status=["running"])] == []
 
 
+def test_server_labels_update(hc, client):
+    s = hc.add_server(name="node-a", labels={"keep": "1"})
+    srv = client.servers.get_by_id(s["id"])
+    got = client.servers.update(srv, labels={"keep": "1", "pool": "ingress"})
+    assert got.labels == {"keep": "1", "pool": "ingress"}
+    assert [x.id for x in client.servers.get_all(
+        label_selector="pool=ingress")] == [s["id"]]
+    assert hc.server(s["id"])["labels"] == {"keep": "1", "pool": "ingress"}
+
+
 def test_errors_are_api_exceptions(hc, client):
     with pytest.raises(APIException) as e:
         client.servers.get_by_id(4242)

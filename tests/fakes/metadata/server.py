@@ -1601,6 +1601,34 @@ class FakeMetadata:
             httpd.halt()
             httpd.drop_connections(exclude=_exclude)
 
+    def flap(self, down_s, up_s):
+        """Go down for down_s seconds, up for up_s, and so on, until
+        stop_flapping() or stop(); the first period is down."""
+        self.stop_flapping()
+        evt = threading.Event()
+
+        def run():
+            while not evt.is_set() and not self._stopped.is_set():
+                self.go_down()
+                if evt.wait(down_s):
+                    break
+                try:
+                    self.come_up()
+                except OSError:
+                    pass
+                evt.wait(up_s)
+        self._flap = (evt, threading.Thread(target=run, name="md-flap", daemon=True))
+        self._flap[1].start()
+
+    def stop_flapping(self):
+        """End flap(), leaving the service up."""
+        f, self._flap = getattr(self, "_flap", None), None
+        if f is not None:
+            f[0].set()
+            f[1].join(5)
+            if not self._stopped.is_set():
+                self.come_up()
+
     def _come_up_unless_stopped(self):
         # Under _life so a concurrent stop() either sees us up and takes us
         # down, or has already set _stopped.

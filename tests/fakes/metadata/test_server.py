@@ -923,6 +923,19 @@ def test_go_down_for_a_while(make):
     assert get(f, GV1 + "instance/name", G)[2] == b"node-a"
 
 
+def test_flap_alternates_down_and_up_until_stopped(make):
+    f = make("ec2")
+    port = f.port
+    f.flap(0.2, 0.2)
+    assert wait_until(lambda: refused(port))
+    assert wait_until(lambda: not refused(port))
+    assert wait_until(lambda: refused(port))   # and down again
+    f.stop_flapping()
+    assert f.is_up and f.port == port and not refused(port)
+    time.sleep(0.5)
+    assert not refused(port)                  # stays up
+
+
 def test_request_log_file(make, tmp_path):
     path = str(tmp_path / "log.jsonl")
     f = make("digitalocean", log_file=path)
