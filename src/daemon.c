@@ -353,6 +353,25 @@ struct daemon {
 	struct csrctl *csrctl;       /* csr-approver: the leader only */
 };
 
+/* daemon_leader_gate is the controllers' write gate for the writes that
+ * need the Lease: with --leader-elect=false always open, else open while
+ * lease_is_leader says this replica holds it right now, so a replica
+ * resumed after SIGSTOP writes nothing before its elector has noticed the
+ * loss. */
+static int
+daemon_leader_gate(void *arg, const char *method, const char *path)
+{
+	struct daemon *d = arg;
+	struct lease *l;
+
+	(void)method;
+	(void)path;
+	if (!d->o->leader_elect)
+		return 1;
+	l = __atomic_load_n(&d->lease, __ATOMIC_ACQUIRE);
+	return l != NULL && lease_is_leader(l);
+}
+
 /* /readyz: ready once every reflector's first LIST has been delivered. The
  * pointers are published by the main thread after the serving thread runs. */
 static int
@@ -400,6 +419,8 @@ daemon_started_leading(void *arg)
 			.monitor_period_ns = d->o->node_monitor_period_ns,
 			.grace_period_ns = d->o->node_deletion_grace_period_ns,
 			.user_agent = "bootccm/" BOOTCCM_VERSION,
+			.write_gate = daemon_leader_gate,
+			.write_gate_arg = d,
 		};
 		int r = nodelifecycle_start(&lc, &d->lifecycle, &e);
 		if (r == ERR_NOT_IMPLEMENTED)
@@ -504,6 +525,8 @@ daemon_nodectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
 		.workers = d->o->concurrent_node_syncs,
 		.refresh_period_ns = d->o->node_status_update_frequency_ns,
 		.user_agent = "bootccm/" BOOTCCM_VERSION,
+		.write_gate = daemon_leader_gate,
+		.write_gate_arg = d,
 	};
 	int r;
 
@@ -537,6 +560,8 @@ daemon_servicectl(struct daemon *d, struct reflector *services, struct reflector
 		.workers = d->o->concurrent_service_syncs,
 		.sync_period_ns = d->o->service_sync_period_ns,
 		.user_agent = "bootccm/" BOOTCCM_VERSION,
+		.write_gate = daemon_leader_gate,
+		.write_gate_arg = d,
 	};
 	int r;
 
@@ -569,6 +594,8 @@ daemon_routectl(struct daemon *d, struct reflector *nodes, struct errbuf *e)
 		.period_ns = o->route_reconciliation_period_ns,
 		.concurrency = o->concurrent_route_syncs,
 		.user_agent = "bootccm/" BOOTCCM_VERSION,
+		.write_gate = daemon_leader_gate,
+		.write_gate_arg = d,
 	};
 	int r;
 
@@ -779,13 +806,17 @@ daemon_run(const struct options *o)
 		lc.on_stopped_leading = daemon_stopped_leading;
 		lc.arg = &d;
 		struct lease *l = NULL;
-		if (lease_new(&d.kc, &lc, &l, &e) < 0 || lease_start(l, &e) < 0) {
+		/* published before it starts: the write gate of the first
+		 * leader callback's controllers reads it */
+		if (lease_new(&d.kc, &lc, &l, &e) == 0)
+			__atomic_store_n(&d.lease, l, __ATOMIC_RELEASE);
+		if (l == NULL || lease_start(l, &e) < 0) {
+			__atomic_store_n(&d.lease, NULL, __ATOMIC_RELEASE);
 			lease_free(l);
 			log_error("Cannot start leader election", "err", e.msg, NULL);
 			rc = 1;
 			goto stop;
 		}
-		__atomic_store_n(&d.lease, l, __ATOMIC_RELEASE);
 	} else {
 		daemon_started_leading(&d);
 	}

@@ -42,6 +42,7 @@ struct http_xfer {
 	char *warning;
 	long retry_after_s;
 	char *captured[HTTP_CAPTURE_MAX];
+	int refused;           /* may_send said 0: nothing was sent */
 };
 
 /* A one-shot command's deadline; 0: none. Written once before requests. */
@@ -376,6 +377,25 @@ out:
 	return r;
 }
 
+/* http_prereq_cb asks the request's may_send on the connection curl is
+ * about to write the request to (CURLOPT_PREREQFUNCTION): the last moment
+ * before anything is sent, after connection setup and rate limiting. */
+static int
+http_prereq_cb(void *arg, char *primary_ip, char *local_ip, int primary_port,
+    int local_port)
+{
+	struct http_xfer *x = arg;
+
+	(void)primary_ip;
+	(void)local_ip;
+	(void)primary_port;
+	(void)local_port;
+	if (x->req->may_send(x->req->may_send_arg))
+		return CURL_PREREQFUNC_OK;
+	x->refused = 1;
+	return CURL_PREREQFUNC_ABORT;
+}
+
 int
 http_do(struct http_client *c, const struct http_request *req,
     struct http_response *ret, struct errbuf *e)
@@ -435,6 +455,10 @@ http_do(struct http_client *c, const struct http_request *req,
 	curl_easy_setopt(h, CURLOPT_OPENSOCKETDATA, c);
 	curl_easy_setopt(h, CURLOPT_CLOSESOCKETFUNCTION, http_close_socket);
 	curl_easy_setopt(h, CURLOPT_CLOSESOCKETDATA, c);
+	if (req->may_send != NULL) {
+		curl_easy_setopt(h, CURLOPT_PREREQFUNCTION, http_prereq_cb);
+		curl_easy_setopt(h, CURLOPT_PREREQDATA, &x);
+	}
 
 	/* verification is on unless the user's configuration says otherwise */
 	curl_easy_setopt(h, CURLOPT_SSLVERSION, (long)CURL_SSLVERSION_TLSv1_2);
@@ -482,7 +506,10 @@ http_do(struct http_client *c, const struct http_request *req,
 	if (rc == CURLE_OUT_OF_MEMORY)
 		xalloc_fatal(__FILE__, __LINE__);
 	if (rc != CURLE_OK) {
-		if (rc == CURLE_ABORTED_BY_CALLBACK)
+		if (x.refused)
+			r = errbuf_set(e, ERR_CANCELED, "%s %s: not sent: %s", method, req->url,
+			    req->refusal ? req->refusal : "refused before sending");
+		else if (rc == CURLE_ABORTED_BY_CALLBACK)
 			r = errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
 		else if (x.too_large)
 			r = errbuf_set(e, ERR_TOO_LARGE, "%s %s: answer larger than %zu bytes",

@@ -59,6 +59,13 @@ struct http_request {
 	const char *const *capture;      /* NULL-terminated names of response headers
 	                                    to keep (at most HTTP_CAPTURE_MAX, the rest
 	                                    ignored), or NULL */
+	int (*may_send)(void *arg);      /* or NULL: asked on the open connection, after
+	                                    any TLS handshake, just before the request's
+	                                    first byte is written; 0 sends nothing and
+	                                    fails the request with ERR_CANCELED */
+	void *may_send_arg;
+	const char *refusal;             /* the ERR_CANCELED message's reason when
+	                                    may_send said 0 */
 };
 
 struct http_response {

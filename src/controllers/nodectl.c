@@ -288,6 +288,22 @@ nodectl_is_local(const struct nodectl *c, const char *name)
 	return c->local_node != NULL && strcmp(name, c->local_node) == 0;
 }
 
+/* nodectl_write_gate lets every write of the local node through (every
+ * replica initializes its own node) and asks the configured gate (is this
+ * replica still the leader?) of the others'. */
+static int
+nodectl_write_gate(void *arg, const char *method, const char *path)
+{
+	const struct nodectl *c = arg;
+	const char *name = strncmp(path, "/api/v1/nodes/", 14) == 0 ? path + 14 : NULL;
+	size_t len = name ? strcspn(name, "/?") : 0;
+
+	if (name != NULL && c->local_node != NULL && strlen(c->local_node) == len &&
+	    strncmp(name, c->local_node, len) == 0)
+		return 1;
+	return c->cfg.write_gate == NULL || c->cfg.write_gate(c->cfg.write_gate_arg, method, path);
+}
+
 /* Nodes this replica initialized whose cached version may still be one it
  * has already written over: the version it started from (the local node
  * initialized from a direct read before the cache had it), or the one
@@ -688,6 +704,7 @@ nodectl_worker(void *arg)
 
 	kube_client_init(&kc, c->cfg.kc, c->user_agent);
 	kube_client_set_stop(&kc, &c->stop);
+	kube_client_set_write_gate(&kc, nodectl_write_gate, c);
 	while (wq_get(c->q, &key) > 0) {
 		struct errbuf e = { "" };
 		int local = nodectl_is_local(c, key), r;
@@ -851,6 +868,7 @@ nodectl_refresher(void *arg)
 
 	kube_client_init(&kc, c->cfg.kc, c->user_agent);
 	kube_client_set_stop(&kc, &c->stop);
+	kube_client_set_write_gate(&kc, nodectl_write_gate, c);
 	while (!stop_sleep(&c->stop, c->cfg.refresh_period_ns)) {
 		pthread_mutex_lock(&c->mu);
 		int leading = c->leading;

@@ -46,6 +46,7 @@
 #include "clock.h"
 #include "cloud.h"
 #include "err.h"
+#include "kube/client.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
@@ -66,6 +67,10 @@ struct nodectl_config {
 	int workers;                    /* --concurrent-node-syncs */
 	int64_t refresh_period_ns;      /* --node-status-update-frequency */
 	const char *user_agent;         /* NULL: "bootccm" */
+	/* asked before each write that needs the leader Lease (the daemon:
+	 * lease_is_leader); see kube_client_set_write_gate. NULL: always sent */
+	kube_write_gate write_gate;
+	void *write_gate_arg;
 	/* tests only (NULL in the daemon): called by a worker once it has read
 	 * a Node from the cache, and whether this replica wrote over that
 	 * version, before it acts on its copy n; a test makes the watch deliver

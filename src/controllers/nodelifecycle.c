@@ -506,6 +506,7 @@ nodelifecycle_start(const struct nodelifecycle_config *cfg, struct nodelifecycle
 	kube_client_init(&c->client, cfg->kc, c->user_agent);
 	c->cfg.user_agent = c->user_agent;
 	kube_client_set_stop(&c->client, &c->stop);
+	kube_client_set_write_gate(&c->client, c->cfg.write_gate, c->cfg.write_gate_arg);
 	pthread_attr_init(&attr);
 	pthread_attr_setstacksize(&attr, NODELIFECYCLE_STACK_SIZE);
 	rc = pthread_create(&c->thread, &attr, nodelifecycle_main, c);

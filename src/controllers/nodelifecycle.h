@@ -44,6 +44,7 @@
 
 #include "cloud.h"
 #include "err.h"
+#include "kube/client.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
@@ -90,6 +91,10 @@ struct nodelifecycle_config {
 	int64_t monitor_period_ns;      /* --node-monitor-period */
 	int64_t grace_period_ns;        /* --node-deletion-grace-period */
 	const char *user_agent;         /* NULL: "bootccm" */
+	/* asked before each write that needs the leader Lease (the daemon:
+	 * lease_is_leader); see kube_client_set_write_gate. NULL: always sent */
+	kube_write_gate write_gate;
+	void *write_gate_arg;
 };
 
 struct nodelifecycle;

@@ -1087,6 +1087,7 @@ routectl_start(struct routectl *c, struct errbuf *e)
 	stop_init(&c->stop);
 	kube_client_init(&c->client, c->cfg.kc, c->user_agent);
 	kube_client_set_stop(&c->client, &c->stop);
+	kube_client_set_write_gate(&c->client, c->cfg.write_gate, c->cfg.write_gate_arg);
 	c->run_q = q;
 	c->warned_list = 0;
 	pthread_mutex_lock(&c->mu);

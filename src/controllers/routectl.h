@@ -59,6 +59,7 @@
 
 #include "cloud.h"
 #include "err.h"
+#include "kube/client.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
@@ -82,6 +83,10 @@ struct routectl_config {
 	int64_t period_ns;              /* --route-reconciliation-period */
 	int concurrency;                /* --concurrent-route-syncs */
 	const char *user_agent;         /* NULL: "bootccm" */
+	/* asked before each write that needs the leader Lease (the daemon:
+	 * lease_is_leader); see kube_client_set_write_gate. NULL: always sent */
+	kube_write_gate write_gate;
+	void *write_gate_arg;
 };
 
 struct routectl;

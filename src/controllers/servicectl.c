@@ -1027,7 +1027,8 @@ servicectl_hosts_updated(struct servicectl *c, const struct kube_service *s, siz
 
 /* servicectl_ensured records what a successful ensure leaves in st: the
  * backends it used, the provider's node selector, the Service (c->mu is
- * taken here). */
+ * taken here), and queues the Service again when the Nodes changed since
+ * those backends were taken. */
 static void
 servicectl_ensured(struct servicectl *c, const struct store_obj *o, struct svcstate *st,
     const struct backends *b, const struct svcview *v)
@@ -1057,6 +1058,10 @@ servicectl_ensured(struct servicectl *c, const struct store_obj *o, struct svcst
 	st->waiting = 0;
 	store_obj_unref(st->last);
 	st->last = store_obj_ref(o);
+	/* a Node changed after b was taken: its handler skipped this Service
+	 * (not ensured yet), so the next sync compares the backends again */
+	if (c->running && b->gen != c->nodes_gen)
+		servicectl_queue(c, o->key);
 	pthread_mutex_unlock(&c->mu);
 }
 
@@ -1495,6 +1500,7 @@ servicectl_worker(void *arg)
 		return NULL;
 	kube_client_init(&kc, c->cfg.kc, c->user_agent);
 	kube_client_set_stop(&kc, &c->term.stop);
+	kube_client_set_write_gate(&kc, c->cfg.write_gate, c->cfg.write_gate_arg);
 	while (wq_get(q, &key) > 0) {
 		struct errbuf e = { "" };
 		const char *result = NULL;

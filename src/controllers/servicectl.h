@@ -85,6 +85,7 @@
 
 #include "cloud.h"
 #include "err.h"
+#include "kube/client.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
@@ -117,6 +118,10 @@ struct servicectl_config {
 	int workers;                    /* --concurrent-service-syncs */
 	int64_t sync_period_ns;         /* --service-sync-period: drift checks */
 	const char *user_agent;         /* NULL: "bootccm" */
+	/* asked before each write that needs the leader Lease (the daemon:
+	 * lease_is_leader); see kube_client_set_write_gate. NULL: always sent */
+	kube_write_gate write_gate;
+	void *write_gate_arg;
 };
 
 struct servicectl;

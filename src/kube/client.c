@@ -95,6 +95,13 @@ kube_client_init(struct kube_client *c, struct kubeconfig *kc, const char *user_
 }
 
 void
+kube_client_set_write_gate(struct kube_client *c, kube_write_gate gate, void *arg)
+{
+	c->write_gate = gate;
+	c->write_gate_arg = arg;
+}
+
+void
 kube_client_cleanup(struct kube_client *c)
 {
 	http_client_free(c->http);
@@ -504,6 +511,20 @@ kube_client_target_free(char *url, char *token)
 	free(url);
 }
 
+/* A write gate's question, as http_request.may_send asks it. */
+struct kube_gate {
+	struct kube_client *c;
+	const char *method, *path;
+};
+
+static int
+kube_gate_open(void *arg)
+{
+	struct kube_gate *g = arg;
+
+	return g->c->write_gate(g->c->write_gate_arg, g->method, g->path);
+}
+
 static int
 kube_send(struct kube_client *c, const char *method, const char *path,
     const char *content_type, const char *body, http_on_data on_data, void *arg,
@@ -520,6 +541,7 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 		.on_data = on_data,
 		.on_data_arg = arg,
 	};
+	struct kube_gate gate = { c, method, path };
 	char *url = NULL, *token = NULL;
 	char verb[KUBE_VERB_MAX], resource[KUBE_RESOURCE_MAX], code[16];
 	double t0, t1, wait;
@@ -527,6 +549,14 @@ kube_send(struct kube_client *c, const char *method, const char *path,
 
 	if ((r = kube_client_target(c, path, &req, &url, &token, e)) < 0)
 		goto out;
+	if (c->write_gate != NULL && strcmp(method, "GET") != 0) {
+		/* asked by each attempt on its connection, after the rate
+		 * limiter's wait: a replica stopped and resumed anywhere before
+		 * that point sends nothing */
+		req.may_send = kube_gate_open;
+		req.may_send_arg = &gate;
+		req.refusal = "this replica does not hold the leader Lease";
+	}
 	t0 = ((double)clock_mono_ns() / 1e9);
 	flowcontrol_wait(c->rl_class);
 	t1 = ((double)clock_mono_ns() / 1e9);

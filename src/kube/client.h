@@ -62,6 +62,10 @@
 #define KUBE_CONFLICT_BASE_MS 10      /* pause before a re-read, doubling (client-go's DefaultRetry) */
 #define KUBE_CONFLICT_CAP_MS 160
 
+/* A write gate: asked before every request that is not a GET, with its
+ * method and path; 0 means the request must not be sent. */
+typedef int (*kube_write_gate)(void *arg, const char *method, const char *path);
+
 struct kube_client {
 	struct kubeconfig *kc;
 	struct http_client *http;
@@ -73,6 +77,8 @@ struct kube_client {
 	int64_t deadline_ns;              /* CLOCK_MONOTONIC; 0: none */
 	struct backoff retry;             /* delays between retries without Retry-After */
 	int rl_class;                     /* a flowcontrol class */
+	kube_write_gate write_gate;       /* NULL: every write is sent */
+	void *write_gate_arg;
 };
 
 /* kube_client_init prepares c for kc with KUBE_RETRY_MAX retries and the
@@ -90,6 +96,16 @@ void kube_client_set_stop(struct kube_client *c, struct stop *stop);
  * attempt's timeout ends at it, no retry is made that would sleep past it,
  * and a call after it fails at once with ERR_TIMEOUT, sending nothing. */
 void kube_client_set_deadline(struct kube_client *c, int64_t deadline_ns);
+
+/* kube_client_set_write_gate makes every later request of c that is not a
+ * GET ask gate(arg, method, path) before each attempt is sent, on its open
+ * connection after the rate limiter's wait (http_request.may_send): 0
+ * sends nothing and fails with ERR_CANCELED ("not sent: this replica does
+ * not hold the leader Lease"), and no retry follows. For controllers whose
+ * writes need the Lease: a process resumed after SIGSTOP runs a write
+ * before its elector has noticed the Lease is lost, unless the write asks
+ * lease_is_leader itself. NULL: none. */
+void kube_client_set_write_gate(struct kube_client *c, kube_write_gate gate, void *arg);
 
 /* kube_client_set_retries sets how many times a request is retried (0: never)
  * and the backoff between retries (base_ms, cap_ms; 0 keeps the default). */

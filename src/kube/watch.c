@@ -180,6 +180,7 @@ kube_watch_event_decode(const char *line, size_t len, const struct jsonx_keep *f
 		goto fail;
 	}
 	ev.type = (enum kube_watch_type)i;
+	ts = types[i];  /* not the tree's string: the tree may be parsed again */
 	if (ev.type == KUBE_WATCH_ERROR && fields != NULL) {
 		/* a Status, not the caller's kind of object: read it whole */
 		json_object_put(ev.root);

@@ -115,20 +115,10 @@ def record(mode, took):
             f.write(json.dumps({"mode": mode, "takeover_s": round(took, 3)}) + "\n")
 
 
-# Known defect: a leader frozen by SIGSTOP in the middle of a node (or Service) sync
-# finishes that sync when woken, before its elector notices the Lease is
-# lost: the untaint PATCH of the node arrives from it after another replica
-# took over (its resourceVersion precondition makes it fail only when the
-# new leader wrote the node first; otherwise it is applied).
-# lease_is_leader() (src/kube/lease.h) is meant to be checked right before
-# each such write, and no controller calls it yet. It shows in about 5 runs
-# of 6 (sometimes the elector wins the race on waking). The test checks
-# everything else with those writes (in the first second after waking) set
-# aside, then reports them as an expected failure; remove WOKEN_WRITES with
-# the fix.
-WOKEN_WRITES = ("a SIGSTOPped leader's node and service workers write once more when woken: the "
-                "controllers do not check lease_is_leader() before a write")
-
+# A leader frozen by SIGSTOP in the middle of a node (or Service) sync
+# resumes that sync when woken, before its elector has noticed the Lease is
+# lost; its writes of shared objects ask lease_is_leader() first (the
+# controllers' write gate, src/kube/client.h), so none is sent.
 
 @pytest.mark.parametrize("mode", ["sigstop", "sigkill", "sigterm", "partition"])
 def test_leader_lost(cluster, mode):
@@ -188,27 +178,23 @@ def test_leader_lost(cluster, mode):
     cluster.converge(soak(60, 120))
     w.check()
     cluster.check(seq)
-    woke, excused = [], set()
+    woke = []
     if mode in ("sigstop", "partition"):
         woke = [e for e in api.request_log(seq) if e["user"] == "ccm-a" and wall(e) > t_back]
         assert woke, "the old leader sent nothing after it came back"
-    # its writes of Nodes and Services once woken, before it knew it lost:
-    # its first write not to a Lease or an Event, and those in the second
-    # after it woke (later ones fail the test)
+    # once woken (or reconnected), before and after it knew it lost, it
+    # sends no write of a shared object at all: every such write asks
+    # lease_is_leader first (the controllers' write gate)
     firsts = [e for e in woke if e["verb"] not in ("get", "list", "watch")]
-    if firsts and firsts[0].get("resource") in SHARED:
-        excused = {e["seq"] for e in firsts
-                   if e.get("resource") in SHARED and wall(e) < t_back + 1.0}
-        assert mode == "sigstop", [(e["verb"], e["path"]) for e in firsts[:5]]
-    assert not [e for e in firsts if e.get("resource") in SHARED and e["seq"] not in excused
-                and 200 <= e["code"] < 300], "the old leader wrote after it knew it lost"
-    windows = check_one_actor(api, seq, excused)
+    assert not [(e["verb"], e["path"], e["code"]) for e in firsts
+                if e.get("resource") in SHARED], "the old leader wrote after it lost"
+    windows = check_one_actor(api, seq)
     assert set(windows) == {"ccm-a", new}, windows
-    # the old leader wrote nothing after the fault (a SIGSTOPped one, nothing
-    # once woken; a partitioned one, nothing that arrived)
-    late = [(e["verb"], e["path"], e["time"]) for e in shared_writes(api, seq, "ccm-a", excused)
-            if wall(e) > t_fault]
+    # the old leader wrote nothing after the fault: a partitioned one,
+    # nothing that arrived; a SIGSTOPped one, nothing once woken (a stopped
+    # process sends nothing: what the fake read while it was stopped was
+    # sent before, while it led, and may be read late on a loaded machine)
+    t_late = t_back if mode == "sigstop" else t_fault
+    late = [(e["verb"], e["path"], e["time"]) for e in shared_writes(api, seq, "ccm-a")
+            if wall(e) > t_late]
     assert late == [], late
-    if excused:
-        pytest.xfail("%s: %s" % (WOKEN_WRITES, sorted(
-            (e["verb"], e["path"], e["code"]) for e in firsts if e["seq"] in excused)))

@@ -594,6 +594,25 @@ def test_a_balancer_whose_cleanup_was_cut_short_is_deleted(api, driver):
     wait_until(lambda: events(api, "web", "DeletedLoadBalancer"), what="Deleted event")
 
 
+def test_a_node_change_during_the_first_ensure_is_not_lost(api, driver):
+    """A Node that changes while the Service's first ensure runs (its
+    backends already taken, the Service not yet ensured) is followed by a
+    host update once the ensure is done."""
+    api.create_object(a_node("n1"))
+    api.create_object(a_node("n2"))
+    d = driver({"ensure": {"*": dict(ip_status("192.0.2.30"), delay=1.0)}})
+    api.create_object(lb_service("web"))
+    ens = d.wait_call("ensure", "default/web")   # called; answers 1 s later
+    assert sorted(ens[0]["nodes"]) == ["n1", "n2"]
+    m = d.mark()
+    n = api.get_object("nodes", "n2")
+    n["metadata"]["labels"] = {EXCLUDE: ""}
+    api.update_object(n)
+    wait_until(lambda: ingress(api, "web"), what="web's status")
+    up = d.wait_call("update_hosts", "default/web", since=m)
+    assert sorted(up[0]["nodes"]) == ["n1"]
+
+
 def test_syncs_at_once_share_one_snapshot_of_the_nodes(api, driver):
     """Workers that sync at the same time give the provider one snapshot of
     the Node cache (built once, at 5,000 Nodes some 5 MiB), not one each."""

@@ -574,6 +574,58 @@ TEST(retries_5xx_and_429_then_succeeds)
 	    "PATCH", f.host) == 4);
 }
 
+/* A write gate open for its first `open` questions, then closed. */
+struct gate {
+	int asked, open;
+	char last[64];
+};
+
+static int
+gate_ask(void *arg, const char *method, const char *path)
+{
+	struct gate *g = arg;
+
+	snprintf(g->last, sizeof(g->last), "%s %s", method, path);
+	return ++g->asked <= g->open;
+}
+
+TEST(write_gate_is_asked_before_each_attempt)
+{
+	char *r503 = status_reply(503, "ServiceUnavailable", NULL);
+	char *ok = ok_reply("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\"}}");
+	const char *replies[] = { r503, ok };
+	struct gate g = { 0, 1, "" };
+	struct fixture f;
+	struct errbuf e;
+	long status = 0;
+	int r;
+
+	/* the first attempt is let through and answered 503; the gate closes
+	 * before the retry, which sends nothing and is not retried itself */
+	CHECK(fixture_start(&f, 2, replies) == 0);
+	kube_client_set_write_gate(&f.c, gate_ask, &g);
+	r = kube_request(&f.c, "PATCH", "/api/v1/nodes/n", "application/merge-patch+json",
+	    "{}", NULL, &status, &e);
+	fixture_stop(&f);
+	CHECK(r == ERR_CANCELED);
+	CHECK(g.asked == 2);
+	CHECK_STR(g.last, "PATCH /api/v1/nodes/n");
+	CHECK(strncmp(f.s.req[0], "PATCH /api/v1/nodes/n HTTP/1.1\r\n", 32) == 0);
+	CHECK_STR(f.s.req[1], "");
+	CHECK_CONTAINS(e.msg, "not sent: this replica does not hold the leader Lease");
+
+	/* reads are never gated */
+	g = (struct gate){ 0, 0, "" };
+	CHECK(fixture_start(&f, 1, (const char *const[]){ ok }) == 0);
+	kube_client_set_write_gate(&f.c, gate_ask, &g);
+	r = kube_request(&f.c, "GET", "/api/v1/nodes/n", NULL, NULL, NULL, &status, &e);
+	fixture_stop(&f);
+	CHECK(r == 0 && status == 200);
+	CHECK(g.asked == 0);
+	free(r503);
+	free(ok);
+}
+
 TEST(client_errors_are_not_retried)
 {
 	static const struct {

@@ -320,18 +320,26 @@ TEST(a_process_deadline_ends_every_request)
 	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", ntohs(a.sin_port));
 	struct http_client *c = http_client_new();
 	struct http_request req = { .url = url };  /* no timeout of its own */
+	int r1, r2;
+	char msg[sizeof(e.msg)];
 	t0 = clock_mono_ns();
 	http_set_deadline(t0 + 300 * NS_PER_MS);
-	CHECK(http_do(c, &req, &resp, &e) == ERR_TIMEOUT);
+	r1 = http_do(c, &req, &resp, &e);
 	took = clock_mono_ns() - t0;
-	/* it ran to the deadline, not short of it, and ended there */
-	CHECK(took >= 300 * NS_PER_MS && took < 2 * NS_PER_S);
 	/* past the deadline nothing is sent */
-	CHECK(http_do(c, &req, &resp, &e) == ERR_TIMEOUT);
-	CHECK_CONTAINS(e.msg, "not sent: the deadline passed");
+	r2 = http_do(c, &req, &resp, &e);
+	snprintf(msg, sizeof(msg), "%s", e.msg);
+	/* cleared before any check can return: the next tests have none */
 	http_set_deadline(0);
 	http_client_free(c);
 	close(fd);
+	/* it ran to the deadline, not short of it, and ended (the listener
+	 * never answers: without the deadline it would wait for ever; the
+	 * bound is loose for a loaded machine under ThreadSanitizer) */
+	CHECK(r1 == ERR_TIMEOUT);
+	CHECK(took >= 300 * NS_PER_MS && took < 10 * NS_PER_S);
+	CHECK(r2 == ERR_TIMEOUT);
+	CHECK_CONTAINS(msg, "not sent: the deadline passed");
 }
 
 TEST(local_hosts_ignore_proxy_settings)

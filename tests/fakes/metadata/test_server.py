@@ -77,7 +77,9 @@ def refused(port):
     try:
         s.connect(("127.0.0.1", port))
         return False
-    except ConnectionRefusedError:
+    except (ConnectionRefusedError, ConnectionResetError):
+        # reset: the connect reached the listener's backlog just as the
+        # listener closed; it is as down as a refusal says
         return True
     finally:
         s.close()
