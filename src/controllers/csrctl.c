@@ -265,7 +265,7 @@ csrctl_check(const struct csrctl_request *r, const struct kube_node *node,
 		errbuf_set(e, ERR_INVALID, "node %s: %s; its addresses are not proof "
 		    "(--csr-trust-kubelet-addresses accepts them)", name,
 		    source == CSRCTL_SOURCE_KUBELET ? "its addresses came only from its own kubelet" :
-		    "nothing says where its addresses came from");
+		    "no " NODECTL_ANNOTATION_SOURCE " annotation says where its addresses came from");
 		goto out;
 	}
 	for (i = 0; i < c.n_sans; i++) {
@@ -300,7 +300,6 @@ struct csrctl {
 	int started;
 	struct stop stop;
 	struct hmap reported;        /* "name/resourceVersion" already refused: the thread's */
-	struct hmap sources;         /* Node name -> its source + 1, for one pass: the thread's */
 };
 
 static struct metric *csrctl_m_decisions;
@@ -314,56 +313,25 @@ csrctl_metrics_init(void)
 	    "pending) and the check that failed (none when approved).", "outcome,check");
 }
 
-/* csrctl_node_source reads the Node's Synced Events. */
-static enum csrctl_source
-csrctl_node_source(struct csrctl *c, const char *node)
+enum csrctl_source
+csrctl_node_source(const struct kube_node *n)
 {
-	json_object *list = NULL, *items = NULL;
-	struct errbuf e = { "" };
-	enum csrctl_source src = CSRCTL_SOURCE_UNKNOWN;
-	char *path = NULL, *sel = NULL;
-	size_t n = 0, i;
+	const char *v = kube_node_annotation(n, NODECTL_ANNOTATION_SOURCE);
 
-	sel = xasprintf("involvedObject.kind=Node,involvedObject.name=%s,reason=Synced", node);
-	if (kube_path(&path, "/api/v1", "default", "events", NULL, NULL, "fieldSelector", sel,
-	    NULL) < 0 || kube_request(&c->client, "GET", path, NULL, NULL, &list, NULL, &e) < 0) {
-		log_info(2, "Cannot read the node's Synced Events", "node", node, "err", e.msg, NULL);
-		goto out;
-	}
-	if (jsonx_array(list, "", "items", 0, &items, &n, &e) < 0)
-		goto out;
-	for (i = 0; i < n; i++) {
-		const char *msg = NULL;
-
-		if (jsonx_str(json_object_array_get_idx(items, i), "items[]", "message", 0, &msg,
-		    NULL, &e) < 0 || msg == NULL)
-			continue;
-		/* kubelet-reported on any Event wins: never approve on doubt */
-		if (strstr(msg, CSRCTL_SYNCED_KUBELET) != NULL) {
-			src = CSRCTL_SOURCE_KUBELET;
-			break;
-		}
-		src = CSRCTL_SOURCE_CLOUD;
-	}
-out:
-	json_object_put(list);
-	free(path);
-	free(sel);
-	return src;
+	if (v == NULL)
+		return CSRCTL_SOURCE_UNKNOWN;
+	if (strcmp(v, CLOUD_SOURCE_KUBELET) == 0)
+		return CSRCTL_SOURCE_KUBELET;
+	if (strcmp(v, CLOUD_SOURCE_API) == 0 || strcmp(v, CLOUD_SOURCE_METADATA) == 0 ||
+	    strcmp(v, CLOUD_SOURCE_INVENTORY) == 0)
+		return CSRCTL_SOURCE_CLOUD;
+	return CSRCTL_SOURCE_UNKNOWN;
 }
 
-/* csrctl_pass_source is csrctl_node_source, remembered for the pass. */
-static enum csrctl_source
-csrctl_pass_source(struct csrctl *c, const char *node)
+int
+csrctl_check_transient(const char *check)
 {
-	void *v = hmap_get(&c->sources, node);
-	enum csrctl_source src;
-
-	if (v != NULL)
-		return (enum csrctl_source)((intptr_t)v - 1);
-	src = csrctl_node_source(c, node);
-	hmap_put(&c->sources, node, (void *)((intptr_t)src + 1));
-	return src;
+	return strcmp(check, "node") == 0 || strcmp(check, "initialized") == 0;
 }
 
 /* csrctl_decide PUTs obj (the listed request, borrowed) to /approval with
@@ -458,15 +426,9 @@ csrctl_one(struct csrctl *c, json_object *obj)
 	node = csrctl_node_name(&q);
 	if (node != NULL)
 		no = store_get(reflector_store(c->cfg.nodes), node);
-	/* The source costs a LIST of Events: asked only of a request that every
-	 * earlier check lets through, and once per Node and pass. */
-	r = csrctl_check(&q, no ? kube_node_of(no) : NULL, CSRCTL_SOURCE_CLOUD, 0, &check, &e);
-	if (no != NULL && (r == 0 || strcmp(check, "ip-san") == 0 ||
-	    strcmp(check, "dns-san") == 0)) {
-		memset(&e, 0, sizeof(e));
-		r = csrctl_check(&q, kube_node_of(no), csrctl_pass_source(c, node),
-		    c->cfg.trust_kubelet, &check, &e);
-	}
+	r = csrctl_check(&q, no ? kube_node_of(no) : NULL,
+	    no ? csrctl_node_source(kube_node_of(no)) : CSRCTL_SOURCE_UNKNOWN,
+	    c->cfg.trust_kubelet, &check, &e);
 	csrctl_ref(q.name, uid, &ref);
 	if (r == 0) {
 		char *msg = xasprintf("every address the request names is node %s's, as the "
@@ -491,7 +453,9 @@ csrctl_one(struct csrctl *c, json_object *obj)
 		goto out;
 	}
 	key = xasprintf("%s/%s", q.name, rv ? rv : "");
-	if (c->cfg.deny) {
+	/* a Node not registered or not initialized yet is a matter of time (a
+	 * kubelet asks at boot): pending, never denied */
+	if (c->cfg.deny && !csrctl_check_transient(check)) {
 		r = csrctl_decide(c, obj, q.name, "Denied", CSRCTL_REASON_DENIED, e.msg, &we);
 		if (r == 0) {
 			log_info(0, "Denied kubelet serving certificate request", "csr", q.name,
@@ -526,8 +490,6 @@ csrctl_pass(struct csrctl *c)
 	char *cont = NULL, limit[16];
 
 	snprintf(limit, sizeof(limit), "%d", CSRCTL_PAGE_LIMIT);
-	hmap_free(&c->sources, NULL);
-	hmap_init(&c->sources, HMAP_COPY_KEYS);
 	do {
 		json_object *list = NULL, *items = NULL, *md = NULL;
 		struct errbuf e = { "" };
@@ -596,7 +558,6 @@ csrctl_start(const struct csrctl_config *cfg, struct csrctl **ret, struct errbuf
 		c->cfg.period_ns = CSRCTL_PERIOD_NS;
 	stop_init(&c->stop);
 	hmap_init(&c->reported, HMAP_COPY_KEYS);
-	hmap_init(&c->sources, HMAP_COPY_KEYS);
 	c->user_agent = xstrdup(cfg->user_agent ? cfg->user_agent : "bootccm");
 	c->cfg.user_agent = c->user_agent;
 	kube_client_init(&c->client, cfg->kc, c->user_agent);
@@ -635,7 +596,6 @@ csrctl_free(struct csrctl *c)
 	if (c->client.http)
 		kube_client_cleanup(&c->client);
 	hmap_free(&c->reported, NULL);
-	hmap_free(&c->sources, NULL);
 	free(c->user_agent);
 	stop_destroy(&c->stop);
 	free(c);

@@ -31,10 +31,10 @@
  * one that fails stays pending, with a Warning Event CSRCTL_REASON_REFUSED
  * on it and a log line naming the failed check, once per resourceVersion of
  * the request; with deny set (--csr-deny) it gets a Denied condition
- * instead (reason CSRCTL_REASON_DENIED). A Node's source is told by the
- * Synced Event the cloud-node controller recorded on it: "what its kubelet
- * reported" is CSRCTL_SOURCE_KUBELET, any other source CLOUD, and no such
- * Event (Events expire after an hour) UNKNOWN: never approved on doubt.
+ * instead (reason CSRCTL_REASON_DENIED), unless the failed check is one time
+ * settles (csrctl_check_transient). A Node's source is told by the
+ * annotation the cloud-node controller writes with the initialization
+ * (NODECTL_ANNOTATION_SOURCE, csrctl_node_source): never approved on doubt.
  * A request another actor decides between the list and the write gets a
  * conflict and is looked at again next pass.
  *
@@ -65,7 +65,6 @@
 #define CSRCTL_REASON_APPROVED "AutoApproved"
 #define CSRCTL_REASON_DENIED "AutoDenied"
 #define CSRCTL_REASON_REFUSED "KubeletServingCSRNotApproved"
-#define CSRCTL_SYNCED_KUBELET "what its kubelet reported"   /* nodectl's Synced Event */
 
 /* A request as the checks read it (csrctl_request_decode). */
 struct csrctl_request {
@@ -88,6 +87,12 @@ enum csrctl_source {
 	CSRCTL_SOURCE_UNKNOWN,     /* nothing says */
 };
 
+/* csrctl_node_source reads n's NODECTL_ANNOTATION_SOURCE annotation:
+ * kubelet-reported is KUBELET; cloud-api, instance-metadata and inventory
+ * are CLOUD; absent (a Node initialized by another controller, or before
+ * the annotation existed) or any other value UNKNOWN. */
+enum csrctl_source csrctl_node_source(const struct kube_node *n);
+
 /* csrctl_request_decode reads a CertificateSigningRequest object (borrowed)
  * into *ret (free with csrctl_request_free). ERR_INVALID naming the field,
  * ERR_TOO_LARGE past a cap. */
@@ -103,6 +108,11 @@ void csrctl_request_free(struct csrctl_request *r);
 int csrctl_check(const struct csrctl_request *r, const struct kube_node *node,
     enum csrctl_source source, int trust_kubelet, const char **ret_check,
     struct errbuf *e);
+
+/* csrctl_check_transient tells whether a failed check (csrctl_check's
+ * *ret_check) may pass later without the request changing: "node" (not
+ * registered yet) and "initialized". Such a request is never denied. */
+int csrctl_check_transient(const char *check);
 
 struct csrctl_config {
 	struct kubeconfig *kc;       /* borrowed; outlives the controller */

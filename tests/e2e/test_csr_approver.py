@@ -16,7 +16,8 @@ import pytest
 
 from conftest import run  # noqa: F401  (the suite's conftest re-exports the harness)
 from test_bootstrap import (EC2_A, LEASE_FLAGS, WORKER_REPORTED, ccm_kubeconfig, daemon_args,
-                            load_rbac, metadata, register, untainted_within, wait_event)
+                            load_rbac, metadata, node_object, register, untainted_within,
+                            wait_event)
 
 assert metadata  # a fixture
 
@@ -24,6 +25,7 @@ SIGNER = "kubernetes.io/kubelet-serving"
 CP_IP = EC2_A["addresses"][0]["address"]         # 172.31.3.15
 CP_DNS = EC2_A["addresses"][4]["address"]        # its Hostname
 W1_IP = WORKER_REPORTED["addresses"][0]["address"]
+W3_IP = "10.0.0.3"
 REFUSED = "KubeletServingCSRNotApproved"
 GROUP = "certificates.k8s.io"
 
@@ -122,11 +124,22 @@ def cluster(api, tmp, daemon, metadata):
         register(api, "cp-1", control_plane=True)
         register(api, "w-1", reported=WORKER_REPORTED)
         register(api, "w-2")
+        # w-3: initialized by some other controller (no taint, addresses,
+        # and no word of where they came from)
+        other = node_object("w-3")
+        other["spec"] = {"providerID": "aws:///eu-west-1a/i-0333"}
+        o = api.create_object(other)
+        o["status"] = {"addresses": [{"type": "InternalIP", "address": W3_IP}]}
+        api.update_object(o, subresource="status")
         d = daemon(daemon_args(ccm_kubeconfig(api, tmp), "cp-1", md,
                                LEASE_FLAGS + ["--controllers=*,csr-approver"] + list(extra)))
         untainted_within(api, ["cp-1", "w-1"], timeout=15)
         wait_event(api, "w-1", "Synced")
         wait_event(api, "cp-1", "Synced")
+        # the initialization recorded each node's source on the Node
+        for name, src in (("cp-1", "instance-metadata"), ("w-1", "kubelet-reported")):
+            ann = api.get_object("nodes", name)["metadata"]["annotations"]
+            assert ann.get("bootccm.io/address-source") == src, (name, ann)
         return d
     return start
 
@@ -151,6 +164,8 @@ def test_each_request_ends_with_the_right_outcome(api, tmp, cluster):
         "uninitialized", openssl_csr(tmp, "u", "system:node:w-2", "IP:10.0.0.2")))
     node_creates(api, tmp, "w-1", csr_object(
         "kubelet-reported", openssl_csr(tmp, "k", "system:node:w-1", "IP:" + W1_IP)))
+    node_creates(api, tmp, "w-3", csr_object(
+        "no-source", openssl_csr(tmp, "n", "system:node:w-3", "IP:" + W3_IP)))
     # a malformed PEM and a bad self-signature: the API server refuses them
     # (as the real one does) ...
     broken = good.replace("-----END CERTIFICATE REQUEST-----", "").rstrip() + "\n"
@@ -184,6 +199,8 @@ def test_each_request_ends_with_the_right_outcome(api, tmp, cluster):
         "forged-cn": "(check subject): subject: CN system:node:w-1 is not system:node:cp-1",
         "uninitialized": "(check initialized): node w-2 is not initialized yet",
         "kubelet-reported": "(check source): node w-1: its addresses came only from its own kubelet",
+        "no-source": "(check source): node w-3: no bootccm.io/address-source annotation says "
+                     "where its addresses came from",
         "malformed": "(check request): PEM",
         "bad-sig": "(check request): signature: does not verify",
     }
@@ -215,6 +232,12 @@ def test_trusting_kubelet_addresses_and_denying(api, tmp, cluster):
         "kubelet-reported", openssl_csr(tmp, "k", "system:node:w-1", "IP:" + W1_IP)))
     node_creates(api, tmp, "w-1", csr_object(
         "w1-other-ip", openssl_csr(tmp, "o", "system:node:w-1", "IP:" + CP_IP)))
+    # asked at boot, before the node is initialized or even registered:
+    # pending, not denied, whatever --csr-deny says
+    node_creates(api, tmp, "w-2", csr_object(
+        "uninitialized", openssl_csr(tmp, "u", "system:node:w-2", "IP:10.0.0.2")))
+    node_creates(api, tmp, "w-9", csr_object(
+        "unregistered", openssl_csr(tmp, "g", "system:node:w-9", "IP:10.0.0.9")))
     api.wait_for_object("certificatesigningrequests", "kubelet-reported",
                         lambda o: (o.get("status") or {}).get("conditions"), group=GROUP,
                         timeout=15)
@@ -227,6 +250,10 @@ def test_trusting_kubelet_addresses_and_denying(api, tmp, cluster):
     assert "(check ip-san)" in cond["message"]
     ev = wait_csr_event(api, "w1-other-ip", "AutoDenied")
     assert ev["type"] == "Warning"
+    for name, check in (("uninitialized", "initialized"), ("unregistered", "node")):
+        ev = wait_csr_event(api, name, REFUSED)
+        assert "(check %s)" % check in ev["message"], ev
+        assert conditions(api, name) == [], name
 
 
 def test_without_approve_on_the_signer_nothing_is_approved(api, tmp, cluster):

@@ -45,11 +45,10 @@ request(const char *pem, const char *signer, const char *user, const char *group
 #define GOOD_GROUPS "[\"system:nodes\",\"system:authenticated\"]"
 #define GOOD_USAGES "[\"digital signature\",\"server auth\"]"
 
+/* node_of decodes the Node s (freed). */
 static const struct kube_node *
-node(const char *taints, const char *addresses)
+node_of(char *s)
 {
-	char *s = xasprintf("{\"metadata\":{\"name\":\"node-a\"},\"spec\":{\"taints\":%s},"
-	    "\"status\":{\"addresses\":%s}}", taints, addresses);
 	json_object *o = json(s);
 	const struct kube_node *n = NULL;
 	struct errbuf e;
@@ -59,6 +58,13 @@ node(const char *taints, const char *addresses)
 	json_object_put(o);
 	free(s);
 	return n;
+}
+
+static const struct kube_node *
+node(const char *taints, const char *addresses)
+{
+	return node_of(xasprintf("{\"metadata\":{\"name\":\"node-a\"},\"spec\":{\"taints\":%s},"
+	    "\"status\":{\"addresses\":%s}}", taints, addresses));
 }
 
 #define ADDRS "[{\"type\":\"InternalIP\",\"address\":\"10.0.0.5\"}," \
@@ -76,6 +82,48 @@ check(const struct csrctl_request *q, const struct kube_node *n, int source, int
 	if (csrctl_check(q, n, source, trust, &what, e) == 0)
 		return "ok";
 	return what;
+}
+
+/* annotated returns a Node whose annotations are the JSON object a. */
+static const struct kube_node *
+annotated(const char *a)
+{
+	return node_of(xasprintf("{\"metadata\":{\"name\":\"node-a\",\"annotations\":%s}}", a));
+}
+
+TEST(source_is_the_annotation_the_cloud_node_controller_wrote)
+{
+	static const struct {
+		const char *annotations;
+		enum csrctl_source want;
+	} t[] = {
+		{ "{\"bootccm.io/address-source\":\"cloud-api\"}", CSRCTL_SOURCE_CLOUD },
+		{ "{\"bootccm.io/address-source\":\"instance-metadata\"}", CSRCTL_SOURCE_CLOUD },
+		{ "{\"bootccm.io/address-source\":\"inventory\"}", CSRCTL_SOURCE_CLOUD },
+		{ "{\"bootccm.io/address-source\":\"kubelet-reported\"}", CSRCTL_SOURCE_KUBELET },
+		/* initialized by another controller, or a value we never write */
+		{ "{}", CSRCTL_SOURCE_UNKNOWN },
+		{ "{\"bootccm.io/address-source\":\"\"}", CSRCTL_SOURCE_UNKNOWN },
+		{ "{\"bootccm.io/address-source\":\"Cloud-API\"}", CSRCTL_SOURCE_UNKNOWN },
+		{ "{\"example.com/address-source\":\"cloud-api\"}", CSRCTL_SOURCE_UNKNOWN },
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		const struct kube_node *n = annotated(t[i].annotations);
+		CHECK(csrctl_node_source(n) == t[i].want);
+		store_obj_unref(&n->obj);
+	}
+}
+
+TEST(only_checks_time_settles_are_transient)
+{
+	static const char *const transient[] = { "node", "initialized" };
+	static const char *const permanent[] = { "signer", "requester", "request", "subject",
+	    "usages", "san-kind", "source", "ip-san", "dns-san" };
+
+	for (size_t i = 0; i < sizeof(transient) / sizeof(transient[0]); i++)
+		CHECK(csrctl_check_transient(transient[i]));
+	for (size_t i = 0; i < sizeof(permanent) / sizeof(permanent[0]); i++)
+		CHECK(!csrctl_check_transient(permanent[i]));
 }
 
 TEST(good_request_for_a_verified_node)
