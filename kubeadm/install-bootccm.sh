@@ -80,6 +80,11 @@ manifest, then RBAC once the API server answers. Safe to re-run.
                         ${BOOTCCM_NODE_LABELS} from the kubelet flags (an empty
                         one drops its kubelet argument), every other one from
                         the environment (unset is an error); OUTPUT mode 0600
+  --server-tls-bootstrap
+                        kubelet serving certificates from the cluster CA:
+                        renders init.yaml's serverTLSBootstrap true and runs
+                        bootccm with --controllers=*,csr-approver, which
+                        approves them for the addresses it verified
   --kubelet-flags FLAGS the flags to use instead of running
                         `bootccm metadata --format=kubelet-flags`
 EOF
@@ -113,6 +118,7 @@ WAIT_TIMEOUT=300
 SOURCE=
 RENDER_IN=
 RENDER_OUT=
+SERVER_TLS_BOOTSTRAP=0
 KUBELET_FLAGS=
 KUBELET_FLAGS_SET=0
 UNINSTALL=0
@@ -150,6 +156,7 @@ while [ $# -gt 0 ]; do
 	--extra-arg) need_arg "$@"; EXTRA_ARGS="$EXTRA_ARGS$2$nl"; shift 2 ;;
 	--kubeadm-config) need_arg "$@"; KUBEADM_CONFIG=$2; shift 2 ;;
 	--no-create-ca) CREATE_CA=0; shift ;;
+	--server-tls-bootstrap) SERVER_TLS_BOOTSTRAP=1; shift ;;
 	--cert-days) need_arg "$@"; CERT_DAYS=$2; shift 2 ;;
 	--no-wait) NO_WAIT=1; shift ;;
 	--wait-timeout) need_arg "$@"; WAIT_TIMEOUT=$2; shift 2 ;;
@@ -188,6 +195,18 @@ for ref in "$IMAGE" "$PAUSE_IMAGE"; do
 	*[!A-Za-z0-9._:/@+-]*) die "'$ref' is not an image reference" ;;
 	esac
 done
+# --server-tls-bootstrap: the kubelets' serving certificate requests need
+# bootccm's approver; a --controllers of one's own must name it.
+if [ "$SERVER_TLS_BOOTSTRAP" = 1 ]; then
+	case $nl$EXTRA_ARGS in
+	*"$nl--controllers="*)
+		case $EXTRA_ARGS in
+		*csr-approver*) ;;
+		*) die "--server-tls-bootstrap needs csr-approver in --extra-arg --controllers=... (e.g. --controllers=*,csr-approver)" ;;
+		esac ;;
+	*) EXTRA_ARGS="$EXTRA_ARGS--controllers=*,csr-approver$nl" ;;
+	esac
+fi
 set -f
 old_ifs=$IFS
 IFS=$nl
@@ -488,7 +507,9 @@ render_kubeadm_config() {
 	done
 	[ -n "$BOOTCCM_NODE_IP" ] ||
 		warn "no --node-ip in the kubelet flags: the kubelet registers without addresses until bootccm initializes the node"
-	export BOOTCCM_NODE_IP BOOTCCM_PROVIDER_ID BOOTCCM_NODE_LABELS
+	BOOTCCM_SERVER_TLS_BOOTSTRAP=false
+	[ "$SERVER_TLS_BOOTSTRAP" = 1 ] && BOOTCCM_SERVER_TLS_BOOTSTRAP=true
+	export BOOTCCM_NODE_IP BOOTCCM_PROVIDER_ID BOOTCCM_NODE_LABELS BOOTCCM_SERVER_TLS_BOOTSTRAP
 	# ${NAME} -> its value (comment lines are copied as they are). A BOOTCCM_* placeholder that is empty, alone on a
 	# `value:` line right after `- name:`, drops that argument (both lines).
 	# Values go inside YAML double quotes, so quotes, backslashes and line

@@ -20,6 +20,7 @@
 #include "controllers/nodelifecycle.h"
 #include "controllers/servicectl.h"
 #include "controllers/routectl.h"
+#include "controllers/csrctl.h"
 #include "err.h"
 #include "jsonx.h"
 #include "kube/client.h"
@@ -349,6 +350,7 @@ struct daemon {
 	struct servicectl *servicectl; /* service: its handlers on both caches,
 	                                  its workers on the leader only */
 	struct routectl *routectl;   /* route: handlers always, passes on the leader */
+	struct csrctl *csrctl;       /* csr-approver: the leader only */
 };
 
 /* daemon_leader_gate is the controllers' write gate for the writes that
@@ -431,6 +433,18 @@ daemon_started_leading(void *arg)
 		log_error("Cannot start the service controller", "err", e.msg, NULL);
 	if (d->routectl && routectl_start(d->routectl, &e) < 0)
 		log_error("Cannot start route", "err", e.msg, NULL);
+	if (d->nodes && options_controller_enabled(d->o, OPTIONS_CTRL_CSR_APPROVER)) {
+		struct csrctl_config cc = {
+			.kc = &d->kc,
+			.nodes = d->nodes,
+			.events = d->events,
+			.trust_kubelet = d->o->csr_trust_kubelet_addresses,
+			.deny = d->o->csr_deny,
+			.user_agent = "bootccm/" BOOTCCM_VERSION,
+		};
+		if (csrctl_start(&cc, &d->csrctl, &e) < 0)
+			log_error("Cannot start csr-approver", "err", e.msg, NULL);
+	}
 }
 
 /* daemon_stopped_leading returns once the shared controllers have stopped
@@ -444,6 +458,8 @@ daemon_stopped_leading(void *arg)
 	    "node", d->o->node_name, NULL);
 	nodelifecycle_free(d->lifecycle);
 	d->lifecycle = NULL;
+	csrctl_free(d->csrctl);
+	d->csrctl = NULL;
 	servicectl_stop(d->servicectl);
 	routectl_stop(d->routectl);
 	if (d->nodectl)
@@ -823,6 +839,7 @@ stop:
 	 * controllers whose workers read them */
 	reflector_stop(d.nodes);
 	reflector_stop(d.services);
+	csrctl_free(d.csrctl);      /* it reads the node cache and records Events */
 	nodectl_free(d.nodectl);
 	routectl_free(d.routectl);
 	servicectl_free(d.servicectl);

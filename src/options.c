@@ -154,7 +154,7 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	{ "cloud-config", FLAG_STRING, O(cloud_config), NULL,
 	  "The path to the cloud provider configuration file (YAML). Empty string for no configuration file.", 0 },
 	{ "controllers", FLAG_STRING, O(controllers), "*",
-	  "Comma-separated controllers to enable: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo. All: cloud-node, cloud-node-lifecycle, route, service.", 0 },
+	  "Comma-separated controllers to enable: '*' enables all on-by-default controllers, 'foo' enables foo, '-foo' disables foo; csr-approver is off by default. All: cloud-node, cloud-node-lifecycle, route, service, csr-approver.", 0 },
 	{ "cluster-name", FLAG_STRING, O(cluster_name), "kubernetes",
 	  "The instance prefix for the cluster (used in load-balancer names).", 0 },
 	{ "cluster-cidr", FLAG_STRING, O(cluster_cidr), NULL,
@@ -189,6 +189,10 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	  "Serve only the Services of the --load-balancer-class classes, not those without a class.", 0 },
 	{ "service-sync-period", FLAG_DURATION, O(service_sync_period_ns), "5m0s",
 	  "How often the service controller checks every load balancer with the provider and ensures again those that drifted.", 0 },
+	{ "csr-trust-kubelet-addresses", FLAG_BOOL, O(csr_trust_kubelet_addresses), "false",
+	  "csr-approver: also approve kubelet serving certificates for nodes whose addresses came only from their own kubelet.", 0 },
+	{ "csr-deny", FLAG_BOOL, O(csr_deny), "false",
+	  "csr-approver: deny a kubelet serving certificate request that fails a check instead of leaving it pending.", 0 },
 	{ "leader-elect", FLAG_BOOL, O(leader_elect), "true",
 	  "Start a leader election client and gain leadership before executing the main loop.", 0 },
 	{ "leader-elect-lease-duration", FLAG_DURATION, O(leader_elect_lease_duration_ns), "15s",
@@ -250,11 +254,11 @@ options_table(struct options *o, struct flag *t, size_t cap)
 
 /* The controllers --controllers names, in OPTIONS_CTRL_* bit order. */
 static const char *const options_ctrl_names[] = {
-	"cloud-node", "cloud-node-lifecycle", "route", "service",
+	"cloud-node", "cloud-node-lifecycle", "route", "service", "csr-approver",
 };
 
 /* options_controllers parses --controllers like the upstream CCM: "*" turns
- * on every controller, "name" one, "-name" turns one off (and wins over
+ * on every on-by-default controller (not csr-approver), "name" one, "-name" turns one off (and wins over
  * "*"); an unknown name is an error naming it. */
 static int
 options_controllers(const char *list, unsigned *ret, struct errbuf *e)
@@ -271,7 +275,7 @@ options_controllers(const char *list, unsigned *ret, struct errbuf *e)
 		size_t nlen = len - (size_t)neg, i;
 
 		if (nlen == 1 && name[0] == '*' && !neg) {
-			on |= (1u << n) - 1;
+			on |= OPTIONS_CTRL_DEFAULT;
 		} else if (nlen > 0) {
 			for (i = 0; i < n; i++)
 				if (strlen(options_ctrl_names[i]) == nlen &&
@@ -280,7 +284,7 @@ options_controllers(const char *list, unsigned *ret, struct errbuf *e)
 			if (i == n)
 				return errbuf_set(e, ERR_INVALID, "--controllers \"%.*s\": unknown "
 				    "controller \"%.*s\"; known: *, cloud-node, cloud-node-lifecycle, "
-				    "route, service", (int)strlen(list), list, (int)nlen, name);
+				    "route, service, csr-approver", (int)strlen(list), list, (int)nlen, name);
 			if (neg)
 				off |= 1u << i;
 			else

@@ -66,6 +66,8 @@ struct options {
 	/* service controller */
 	char *load_balancer_classes;    /* --load-balancer-class values, ","-joined */
 	int load_balancer_class_only;
+	int csr_trust_kubelet_addresses;  /* csr-approver: approve on kubelet-reported addresses */
+	int csr_deny;                     /* csr-approver: deny what fails a check */
 	int64_t service_sync_period_ns;
 
 	/* leader election */
@@ -112,6 +114,8 @@ struct options {
 #define OPTIONS_CTRL_CLOUD_NODE_LIFECYCLE 0x2
 #define OPTIONS_CTRL_ROUTE 0x4
 #define OPTIONS_CTRL_SERVICE 0x8
+#define OPTIONS_CTRL_CSR_APPROVER 0x10     /* off by default: not in "*" */
+#define OPTIONS_CTRL_DEFAULT 0xf           /* what "*" turns on */
 
 /* options_controller_enabled tells whether --controllers turns ctrl (one
  * OPTIONS_CTRL_* bit) on. options_parse has already refused a bad list. */

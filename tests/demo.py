@@ -20,18 +20,29 @@ Then a bare-metal cluster (another fake API server): bootccm
 and a LoadBalancer Service gets its address from the cloud-config's pool,
 with the kube-vip.io/loadbalancerIPs annotation kube-vip announces it by.
 
+Both kubelets ask for serving certificates (kubeadm's serverTLSBootstrap);
+bootccm's csr-approver (--controllers=*,csr-approver --csr-deny) approves
+cp-1's, whose addresses came from its metadata service, and denies
+worker-1's, whose addresses came only from its kubelet.
+
 `bootccm doctor` (as a user bound to the read-only ClusterRole
 bootccm-doctor) reads each cluster: it finds the deadlock before bootccm
 runs (the nodes keep the uninitialized taint and no cloud-controller-manager
 leads), reports the cluster healthy once bootccm has run, and ends the demo
 with the bare-metal cluster healthy.
 
-Exits 0 when the four nodes ended initialized, the Service got its
-address and the doctor's verdicts were those, 1 otherwise."""
+Exits 0 when the four nodes ended initialized, the requests were decided
+so, the Service got its address and the doctor's verdicts were those, 1
+otherwise."""
 
 import argparse
+import base64
+import http.client
+import json
 import os
 import signal
+import socket
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -185,6 +196,79 @@ def show_service(srv, name, title):
     say()
 
 
+def bind(srv, role, kind, name):
+    """A ClusterRoleBinding of the ClusterRole role (and its name) to the
+    User or Group name."""
+    srv.create_object({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": {"name": role},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
+                    "name": role},
+        "subjects": [{"kind": kind, "name": name, "apiGroup": "rbac.authorization.k8s.io"}]})
+
+
+def serving_csr(srv, state, node, ips, dns):
+    """What a kubelet with serverTLSBootstrap does: a key, a PKCS#10 request
+    for CN=system:node:NODE with its addresses, POSTed as the node."""
+    sans = ",".join(["IP:" + a for a in ips] + ["DNS:" + d for d in dns])
+    pem = subprocess.run(
+        ["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-keyout", os.path.join(state, node + "-serving.key"),
+         "-subj", "/CN=system:node:%s/O=system:nodes" % node,
+         "-addext", "subjectAltName=" + sans],
+        capture_output=True, text=True, check=True, timeout=30).stdout
+    body = json.dumps({
+        "apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+        "metadata": {"name": "csr-" + node},
+        "spec": {"request": base64.b64encode(pem.encode()).decode(),
+                 "signerName": "kubernetes.io/kubelet-serving",
+                 "usages": ["digital signature", "server auth"]}})
+    token = "kubelet-" + node
+    srv.add_token(token, "system:node:" + node, groups=("system:nodes",))
+    if srv.get_object("clusterroles", "demo:node-csr",
+                      group="rbac.authorization.k8s.io") is None:
+        # what the API server's Node authorizer grants every kubelet
+        srv.create_object({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": "demo:node-csr"},
+            "rules": [{"apiGroups": ["certificates.k8s.io"],
+                       "resources": ["certificatesigningrequests"],
+                       "verbs": ["create", "get", "list", "watch"]}]})
+        bind(srv, "demo:node-csr", "Group", "system:nodes")
+    ctx = ssl.create_default_context(cafile=srv.ca_file)
+    port = int(srv.url.rsplit(":", 1)[1])
+    conn = http.client.HTTPSConnection("kubernetes", port, context=ctx, timeout=30)
+    conn.sock = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port), timeout=30),
+                                server_hostname="kubernetes")
+    conn.request("POST", "/apis/certificates.k8s.io/v1/certificatesigningrequests", body,
+                 {"Authorization": "Bearer " + token, "Content-Type": "application/json"})
+    r = conn.getresponse()
+    r.read()
+    conn.close()
+    if r.status != 201:
+        raise RuntimeError("creating csr-%s: HTTP %d" % (node, r.status))
+    say("%s$ kubelet: asks for a serving certificate for %s" % (node, sans))
+
+
+def csr_decided(srv, name):
+    o = srv.get_object("certificatesigningrequests", name, group="certificates.k8s.io")
+    return [c["type"] for c in ((o or {}).get("status") or {}).get("conditions") or []]
+
+
+def show_csrs(srv, title):
+    say("--- %s" % title)
+    say("%-14s %-30s %-20s %s" % ("NAME", "SIGNERNAME", "REQUESTOR", "CONDITION"))
+    objs = srv.list_objects("certificatesigningrequests", group="certificates.k8s.io")
+    for o in objs:
+        conds = csr_decided(srv, o["metadata"]["name"]) or ["Pending"]
+        say("%-14s %-30s %-20s %s" % (o["metadata"]["name"], o["spec"]["signerName"],
+                                      o["spec"]["username"], ",".join(conds)))
+    for o in objs:
+        for c in (o.get("status") or {}).get("conditions") or []:
+            say("  %s %s: %s" % (o["metadata"]["name"], c["reason"], c["message"]))
+    say()
+
+
 def run_bootccm(cmd, state, done, wait_s=WAIT_S):
     """Runs bootccm until done() or wait_s, then SIGTERM; prints its log;
     returns its exit status."""
@@ -224,13 +308,7 @@ def doctor(bootccm, srv, state, title):
             for obj in yaml.safe_load_all(f):
                 if obj:
                     srv.create_object(obj)
-        srv.create_object({
-            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-            "metadata": {"name": "bootccm-doctor"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole",
-                        "name": "bootccm-doctor"},
-            "subjects": [{"kind": "User", "name": "oncall",
-                          "apiGroup": "rbac.authorization.k8s.io"}]})
+        bind(srv, "bootccm-doctor", "User", "oncall")
     kc = srv.write_kubeconfig(os.path.join(state, "oncall.conf"), user="oncall", groups=(),
                               tls_server_name="kubernetes")
     say("--- %s" % title)
@@ -319,6 +397,12 @@ def main():
         if doctor(args.bootccm, srv, state, "Before bootccm runs") != 2:
             say("NOT found: the doctor should report the deadlock")
             return 1
+        # kubeadm's serverTLSBootstrap: each kubelet asks for a serving
+        # certificate, which nobody approves until bootccm's csr-approver runs
+        cp = md.identity
+        serving_csr(srv, state, "cp-1", [cp["private_ipv4"]], [cp["hostname"]])
+        serving_csr(srv, state, "worker-1", [WORKER_IDENTITY["private_ipv4"]], [])
+        say()
 
         kc = srv.write_kubeconfig(os.path.join(state, "cloud-controller-manager.conf"),
                                   user="system:cloud-controller-manager", groups=(),
@@ -327,12 +411,20 @@ def main():
         # instead of 169.254.169.254 and no HTTPS port.
         cmd = [args.bootccm, "--kubeconfig=" + kc, "--cloud-provider=metadata",
                "--metadata-dmi-dir=" + DMI_EC2, "--metadata-endpoint=" + md.url,
-               "--leader-elect=true", "--secure-port=0", "--node-name=cp-1"]
+               "--leader-elect=true", "--secure-port=0", "--node-name=cp-1",
+               "--controllers=*,csr-approver", "--csr-deny"]
         say("cp-1$ %s" % " ".join(cmd))
         rc = run_bootccm(cmd, state,
-                         lambda: all(initialized(n) for n in srv.list_objects("nodes")))
+                         lambda: all(initialized(n) for n in srv.list_objects("nodes")) and
+                         csr_decided(srv, "csr-cp-1") and csr_decided(srv, "csr-worker-1"))
         show_nodes(srv, "Nodes after bootccm ran")
         show_events(srv)
+        show_csrs(srv, "Kubelet serving certificate requests after bootccm ran")
+        if csr_decided(srv, "csr-cp-1") != ["Approved"] or \
+                csr_decided(srv, "csr-worker-1") != ["Denied"]:
+            say("NOT decided as the trust chain says: cp-1's approved (addresses from its")
+            say("metadata service), worker-1's denied (addresses only from its kubelet)")
+            return 1
         waiting = [n["metadata"]["name"] for n in srv.list_objects("nodes")
                    if not initialized(n)]
         if waiting:
@@ -340,6 +432,9 @@ def main():
             return 1
         say("Both nodes initialized: addresses, providerID and labels set, the")
         say("uninitialized taint gone (the not-ready taints are the kubelet's to lift).")
+        say("cp-1's serving certificate request approved: its addresses came from its")
+        say("instance metadata service; worker-1's denied (--csr-deny): its addresses")
+        say("came only from its own kubelet (--csr-trust-kubelet-addresses accepts them).")
         say()
         if doctor(args.bootccm, srv, state, "After bootccm ran") != 0:
             say("NOT fixed: the doctor still reports something")

@@ -245,6 +245,19 @@ nodectl_node_ops(const struct kube_node *n, const struct cloud_instance_metadata
 		else
 			json_object_put(all);
 	}
+	if (m != NULL) {
+		const char *src = m->source[0] ? m->source : CLOUD_SOURCE_API;
+		const char *cur = kube_node_annotation(n, NODECTL_ANNOTATION_SOURCE);
+
+		if (n->nannotations == 0) {
+			json_object *a = json_object_new_object();
+			json_object_object_add(a, NODECTL_ANNOTATION_SOURCE, json_object_new_string(src));
+			nodectl_op(ops, "add", json_object_new_string("/metadata/annotations"), a);
+		} else if (cur == NULL || strcmp(cur, src) != 0) {
+			nodectl_op(ops, "add", nodectl_pointer("/metadata/annotations/",
+			    NODECTL_ANNOTATION_SOURCE), json_object_new_string(src));
+		}
+	}
 	if (m != NULL && (n->provider_id == NULL || *n->provider_id == '\0') &&
 	    m->provider_id[0] != '\0')
 		nodectl_op(ops, "add", json_object_new_string("/spec/providerID"),

@@ -676,7 +676,8 @@ doc_csrs(const struct doctor_input *in, struct doctor_report *r, struct errbuf *
 		    DOCTOR_KUBELET_SERVING, doc_age(in->now - oldest, age));
 		doc_set(&f->fix, "Check each request's addresses against its node (kubectl get csr "
 		    "NAME -o yaml; openssl req -noout -text), then kubectl certificate approve NAME; "
-		    "or run an approver for %s.", DOCTOR_KUBELET_SERVING);
+		    "or let bootccm approve them against the addresses it verified: "
+		    "--controllers=*,csr-approver (operator guide: Kubelet serving certificates).");
 	}
 	return 0;
 }

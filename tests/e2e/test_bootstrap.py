@@ -546,9 +546,13 @@ def test_scenario_2_addresses_before_untaint(api, tmp, daemon, metadata):
 
     cp = api.get_object("nodes", "cp-1")
     check_initialized(cp, EC2_A, control_plane=True)
+    # the kubelet's annotation kept, and where the addresses came from added
     assert cp["metadata"]["annotations"] == {
-        "volumes.kubernetes.io/controller-managed-attach-detach": "true"}
-    check_initialized(api.get_object("nodes", "worker-1"), WORKER_REPORTED)
+        "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+        "bootccm.io/address-source": "instance-metadata"}
+    worker = api.get_object("nodes", "worker-1")
+    check_initialized(worker, WORKER_REPORTED)
+    assert worker["metadata"]["annotations"]["bootccm.io/address-source"] == "kubelet-reported"
     check_two_writes(api, "cp-1", seq)
     check_two_writes(api, "worker-1", seq)
 

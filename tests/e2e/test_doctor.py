@@ -397,6 +397,7 @@ def test_kubelet_serving_requests_nobody_approves(api, tmp):
     [f] = found["csr-pending"]
     assert f["objects"] == ["certificatesigningrequest/csr-kubelet-w-1"]
     assert "kubectl certificate approve NAME" in f["fix"]
+    assert "--controllers=*,csr-approver" in f["fix"]
     # kubectl agrees that it is pending
     kc = api.write_kubeconfig(os.path.join(tmp, "admin.conf"), tls_server_name="kubernetes")
     out = subprocess.run(["kubectl", "--kubeconfig", kc, "get", "csr", "csr-kubelet-w-1"],

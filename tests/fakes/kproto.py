@@ -1,6 +1,6 @@
 """Decoding of the few protobuf request bodies typed kubectl commands send
 (`kubectl create configmap|secret|namespace`, `kubectl auth can-i`,
-`kubectl auth whoami`): the runtime.Unknown envelope ("k8s\\0" + message)
+`kubectl auth whoami`, `kubectl certificate approve|deny`): the runtime.Unknown envelope ("k8s\\0" + message)
 and the generated.proto field numbers of those kinds.  Answers stay JSON
 (kubectl accepts both)."""
 
@@ -101,6 +101,19 @@ KINDS = {
                                               2: ("verb", S)}))}))}),
     ("authentication.k8s.io/v1", "SelfSubjectReview"): msg({
         1: ("metadata", OBJECT_META)}),
+    # `kubectl certificate approve|deny` PUT the whole object to /approval
+    ("certificates.k8s.io/v1", "CertificateSigningRequest"): msg({
+        1: ("metadata", OBJECT_META),
+        2: ("spec", msg({1: ("request", BYTES), 2: ("username", S),
+                         3: ("uid", S), 4: ("groups", rep(S)),
+                         5: ("usages", rep(S)), 7: ("signerName", S),
+                         8: ("expirationSeconds", I64)})),
+        3: ("status", msg({
+            1: ("conditions", rep(msg({
+                1: ("type", S), 2: ("reason", S), 3: ("message", S),
+                4: ("lastUpdateTime", TIME), 5: ("lastTransitionTime", TIME),
+                6: ("status", S)}))),
+            2: ("certificate", BYTES)}))}),
 }
 
 

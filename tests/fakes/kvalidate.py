@@ -533,28 +533,272 @@ def validate_secret(s, old):
     return errs
 
 
-def validate_csr(csr, old):
-    """certificates.k8s.io/v1 on create: a signer, usages, and a request
-    that is one PEM CERTIFICATE REQUEST block (its signature is the
-    approver's business, as on the real server)."""
-    errs = validate_meta("CertificateSigningRequest", csr.get("metadata", {}), False)
-    if old is not None:
-        return errs + validate_meta_update(csr.get("metadata", {}), old.get("metadata", {}))
-    spec = csr.get("spec") or {}
-    if not spec.get("signerName"):
-        errs.append(f_required("spec.signerName", ""))
-    if not spec.get("usages"):
-        errs.append(f_required("spec.usages", ""))
+# ------------------------------------------------ CertificateSigningRequests
+# pkg/apis/certificates/validation and pkg/registry/certificates/certificates
+# (strategy.go): the request's self-signature is checked on create, spec is
+# immutable, Approved/Denied change only through /approval, the certificate
+# only through /status, and an Approved/Denied/Failed condition once there
+# stays.
+
+CSR_USAGES = sorted([
+    "signing", "digital signature", "content commitment", "key encipherment",
+    "key agreement", "data encipherment", "cert sign", "crl sign",
+    "encipher only", "decipher only", "any", "server auth", "client auth",
+    "code signing", "email protection", "s/mime", "ipsec end system",
+    "ipsec tunnel", "ipsec user", "timestamping", "ocsp signing",
+    "microsoft sgc", "netscape sgc"])
+CSR_TRUE_ONLY = ("Approved", "Denied", "Failed")
+_PEM_BLOCK_RE = re.compile(
+    r"-----BEGIN ([^\n-]*)-----\r?\n(.*?)-----END \1-----", re.S)
+
+
+def _openssl(args, data):
+    import subprocess
+    p = subprocess.run(["openssl"] + args, input=data, capture_output=True,
+                       timeout=30)
+    return p.returncode, p.stdout.decode("utf-8", "replace"), \
+        p.stderr.decode("utf-8", "replace")
+
+
+def csr_request_error(pem):
+    """validateCSR: the first PEM block must be a CERTIFICATE REQUEST
+    (certificates.ParseCSR) that parses and whose signature verifies
+    (x509.CertificateRequest.CheckSignature), checked here with openssl;
+    the messages are Go's."""
+    m = _PEM_BLOCK_RE.search(pem)
+    if m is None or m.group(1) != "CERTIFICATE REQUEST":
+        return "PEM block type must be CERTIFICATE REQUEST"
+    code, out, err = _openssl(["req", "-noout", "-text", "-verify"],
+                              m.group(0).encode())
+    if "Public Key Algorithm" not in out:
+        return "asn1: structure error: malformed certificate request"
+    if code == 0 and "verify OK" in out + err and "verify failure" not in out + err:
+        return None
+    if "id-ecPublicKey" in out:
+        return "x509: ECDSA verification failure"
+    if "ED25519" in out:
+        return "x509: Ed25519 verification failure"
+    return "crypto/rsa: verification error"
+
+
+def _csr_pem(spec):
     try:
-        pem = base64.b64decode(spec.get("request") or "", validate=True).decode("ascii")
+        return base64.b64decode(spec.get("request") or "", validate=True) \
+            .decode("ascii")
     except (ValueError, UnicodeDecodeError):
-        pem = ""
-    body = pem.strip().splitlines()
-    if not body or body[0] != "-----BEGIN CERTIFICATE REQUEST-----" or \
-            body[-1] != "-----END CERTIFICATE REQUEST-----":
-        errs.append(f_invalid("spec.request", "[]byte{...}",
-                              "PEM block type must be CERTIFICATE REQUEST"))
+        return ""
+
+
+def _csr_conditions(csr, old):
+    """validateConditions, with the tolerances for stored data."""
+    errs = []
+    conds = (csr.get("status") or {}).get("conditions") or []
+    oconds = ((old or {}).get("status") or {}).get("conditions") or []
+    otypes = [c.get("type", "") for c in oconds]
+    allow_both = "Approved" in otypes and "Denied" in otypes
+    allow_dup = len(otypes) != len(set(otypes))
+    allow_empty = "" in otypes
+    seen, has_a, has_d = set(), False, False
+    for i, c in enumerate(conds):
+        f = "status.conditions[%d]" % i
+        t, st = c.get("type", ""), c.get("status", "")
+        if not t and not allow_empty:
+            errs.append(f_required(f + ".type", ""))
+        allowed = ["True"] if t in CSR_TRUE_ONLY else ["False", "True", "Unknown"]
+        if not st:
+            errs.append(f_required(f + ".status", ""))
+        elif st not in allowed:
+            errs.append(f_not_supported(f + ".status", st, allowed))
+        if not allow_both:
+            if t == "Approved":
+                has_a = True
+                if has_d:
+                    errs.append(f_invalid(f + ".type", t,
+                                          "Approved and Denied conditions are mutually exclusive"))
+            elif t == "Denied":
+                has_d = True
+                if has_a:
+                    errs.append(f_invalid(f + ".type", t,
+                                          "Approved and Denied conditions are mutually exclusive"))
+        if not allow_dup:
+            if t in seen:
+                errs.append(f_duplicate(f + ".type", t))
+            seen.add(t)
     return errs
+
+
+def _csr_certificate_error(cert_b64):
+    """validateCertificate: CERTIFICATE blocks only, no headers, each one
+    parses."""
+    try:
+        pem = base64.b64decode(cert_b64, validate=True).decode("ascii")
+    except (ValueError, UnicodeDecodeError):
+        return "must contain at least one CERTIFICATE PEM block"
+    blocks = _PEM_BLOCK_RE.findall(pem)
+    if not blocks:
+        return "must contain at least one CERTIFICATE PEM block"
+    for btype, body in blocks:
+        if btype != "CERTIFICATE":
+            return 'only CERTIFICATE PEM blocks are allowed, found "%s"' % btype
+        if ":" in body.split("\n", 1)[0]:
+            return "no PEM block headers are permitted"
+        code, _, _ = _openssl(["x509", "-noout"],
+                              ("-----BEGIN CERTIFICATE-----\n" + body +
+                               "-----END CERTIFICATE-----\n").encode())
+        if code != 0:
+            return "x509: malformed certificate"
+    return None
+
+
+def validate_csr(csr, old, sub=""):
+    """certificates.k8s.io/v1 CertificateSigningRequest, on create (old
+    None) and on update of the object, /status or /approval (sub)."""
+    errs = validate_meta("CertificateSigningRequest", csr.get("metadata", {}), False)
+    spec = csr.get("spec") or {}
+    ospec = (old or {}).get("spec") or {}
+    if old is None:
+        err = csr_request_error(_csr_pem(spec))
+        if err is not None:
+            errs.append(f_invalid("spec.request", "[]byte{...}", err))
+    usages = spec.get("usages") or []
+    if not usages:
+        errs.append(f_required("spec.usages", ""))
+    ousages = ospec.get("usages") or []
+    if not any(u not in CSR_USAGES for u in ousages):
+        for i, u in enumerate(usages):
+            if u not in CSR_USAGES:
+                errs.append(f_not_supported("spec.usages[%d]" % i, u, CSR_USAGES))
+    if len(ousages) == len(set(ousages)):
+        for i, u in enumerate(usages):
+            if u in usages[:i]:
+                errs.append(f_duplicate("spec.usages[%d]" % i, u))
+    signer = spec.get("signerName") or ""
+    if not signer:
+        errs.append(f_required("spec.signerName", ""))
+    elif signer == "kubernetes.io/legacy-unknown" and \
+            ospec.get("signerName") != signer:
+        errs.append(f_invalid("spec.signerName", signer,
+                              "the legacy signerName is not allowed via this API version"))
+    elif "/" not in signer:
+        errs.append(f_invalid("spec.signerName", signer,
+                              "must be a fully qualified domain and path of the form 'example.com/signer-name'"))
+    exp = spec.get("expirationSeconds")
+    if isinstance(exp, int) and exp < 600:
+        errs.append(f_invalid("spec.expirationSeconds", exp,
+                              "may not specify a duration less than 600 seconds (10 minutes)"))
+    errs += _csr_conditions(csr, old)
+    st = csr.get("status") or {}
+    ost = (old or {}).get("status") or {}
+    cert, ocert = st.get("certificate") or "", ost.get("certificate") or ""
+    # allowArbitraryCertificate: an update that leaves it alone, or stored
+    # data that was never valid
+    arbitrary = old is not None and (
+        cert == ocert or (ocert and _csr_certificate_error(ocert) is not None))
+    if cert and not arbitrary:
+        err = _csr_certificate_error(cert)
+        if err is not None:
+            errs.append(f_invalid("status.certificate", "<certificate data>", err))
+    if old is None:
+        return errs
+    errs_meta = validate_meta_update(csr.get("metadata", {}), old.get("metadata", {}))
+    conds = st.get("conditions") or []
+    oconds = ost.get("conditions") or []
+
+    def of_type(cs, t):
+        return [c for c in cs if c.get("type") == t]
+    for t in ("Approved", "Denied", "Failed"):
+        if len(of_type(conds, t)) < len(of_type(oconds, t)):
+            errs.append(f_forbidden("status.conditions",
+                                    'updates may not remove a condition of type "%s"' % t))
+    if sub != "approval":
+        for t in ("Approved", "Denied"):
+            n, o = of_type(conds, t), of_type(oconds, t)
+            if len(n) > len(o):
+                errs.append(f_forbidden("status.conditions",
+                                        'updates may not add a condition of type "%s"' % t))
+            elif len(n) == len(o) and n != o:
+                errs.append(f_forbidden("status.conditions",
+                                        'updates may not modify a condition of type "%s"' % t))
+    if cert != ocert:
+        if sub != "status":
+            errs.append(f_forbidden("status.certificate",
+                                    "updates may not set certificate content"))
+        elif ocert:
+            errs.append(f_forbidden("status.certificate",
+                                    "updates may not modify existing certificate content"))
+    return errs + errs_meta
+
+
+def csr_prepare_create(csr, who):
+    """PrepareForCreate: the requesting user's identity (who: user, groups,
+    uid) replaces whatever the client sent, and the status starts empty (no
+    pre-approved requests). who None keeps the identity the object names."""
+    spec = csr.setdefault("spec", {})
+    if who is not None:
+        user, groups, uid = who
+        for k in ("username", "uid", "groups", "extra"):
+            spec.pop(k, None)
+        if user:
+            spec["username"] = user
+        if uid:
+            spec["uid"] = uid
+        if groups:
+            spec["groups"] = list(groups)
+    csr["status"] = {}
+
+
+def _preserve_conditions(new, old, t):
+    """preserveConditionInstances: the stored instances of type t stand in
+    for the sent ones, position by position; sent extras stay (validation
+    then refuses them)."""
+    oc = [c for c in old if c.get("type") == t]
+    out, i = [], 0
+    for c in new:
+        if c.get("type") == t:
+            out.append(oc[i] if i < len(oc) else c)
+            i += 1
+        else:
+            out.append(c)
+    return out
+
+
+def csr_prepare_update(new, old, sub, now):
+    """PrepareForUpdate of the object, /status and /approval strategies."""
+    new["spec"] = old.get("spec", {})
+    ost = old.get("status") or {}
+    if sub == "":
+        if "status" in old:
+            new["status"] = old["status"]
+        else:
+            new.pop("status", None)
+        return
+    st = new.get("status")
+    if not isinstance(st, dict):
+        st = new["status"] = {}
+    conds = st.get("conditions") or []
+    oconds = ost.get("conditions") or []
+    if sub == "status":
+        conds = _preserve_conditions(conds, oconds, "Approved")
+        conds = _preserve_conditions(conds, oconds, "Denied")
+    else:
+        if ost.get("certificate"):
+            st["certificate"] = ost["certificate"]
+        else:
+            st.pop("certificate", None)
+        conds = _preserve_conditions(conds, oconds, "Failed")
+    # populateConditionTimestamps
+    for c in conds:
+        if not c.get("lastUpdateTime"):
+            c["lastUpdateTime"] = now
+        if not c.get("lastTransitionTime"):
+            same = [o for o in oconds if o.get("type") == c.get("type") and
+                    o.get("status") == c.get("status") and
+                    o.get("lastTransitionTime")]
+            c["lastTransitionTime"] = same[0]["lastTransitionTime"] if same else now
+    if conds:
+        st["conditions"] = conds
+    else:
+        st.pop("conditions", None)
 
 
 def validate(res, obj, old, sub):
@@ -573,7 +817,7 @@ def validate(res, obj, old, sub):
     if k == "Secret":
         return validate_secret(obj, old)
     if res.group == "certificates.k8s.io":
-        return validate_csr(obj, old)
+        return validate_csr(obj, old, sub)
     errs = validate_meta(k, obj.get("metadata", {}), res.namespaced)
     if old is not None:
         errs += validate_meta_update(obj.get("metadata", {}), old.get("metadata", {}))

@@ -97,3 +97,34 @@ def test_expired_resource_version_410(api, srv):
             pass
     assert ei.value.status == 410
     assert "too old resource version: %s" % old_rv in str(ei.value.reason)
+
+
+def test_certificate_signing_request_approval(api, tmp_path):
+    """CertificatesV1Api: create (the requester replaced by the caller),
+    the approval subresource (the condition stamped), read back, and a stale
+    object refused with 409."""
+    import base64
+    import subprocess
+    pem = subprocess.run(
+        ["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+         "-nodes", "-keyout", str(tmp_path / "k"), "-subj", "/CN=system:node:n1/O=system:nodes"],
+        capture_output=True, check=True, timeout=30).stdout
+    certs = client.CertificatesV1Api(api)
+    made = certs.create_certificate_signing_request(client.V1CertificateSigningRequest(
+        metadata=client.V1ObjectMeta(name="c-py"),
+        spec=client.V1CertificateSigningRequestSpec(
+            request=base64.b64encode(pem).decode(), signer_name="kubernetes.io/kubelet-serving",
+            usages=["digital signature", "server auth"], username="someone-else")))
+    assert made.spec.username == "kubernetes-admin"
+    made.status = client.V1CertificateSigningRequestStatus(conditions=[
+        client.V1CertificateSigningRequestCondition(type="Approved", status="True",
+                                                    reason="PyApprove", message="ok")])
+    out = certs.replace_certificate_signing_request_approval("c-py", made)
+    [cond] = out.status.conditions
+    assert (cond.type, cond.reason) == ("Approved", "PyApprove")
+    assert cond.last_update_time is not None
+    got = certs.read_certificate_signing_request("c-py")
+    assert [c.type for c in got.status.conditions] == ["Approved"]
+    with pytest.raises(ApiException) as ei:
+        certs.replace_certificate_signing_request_approval("c-py", made)
+    assert ei.value.status == 409

@@ -539,6 +539,25 @@ def test_a_valid_extra_arg_passes_the_check(root, bootccm_binary):
     assert '- "--cluster-cidr=10.244.0.0/16"' in (root / MANIFEST).read_text()
 
 
+def test_server_tls_bootstrap_runs_the_csr_approver(root, bootccm_binary):
+    """The real binary accepts the command line (it is asked with
+    --validate) and the manifest runs the approver."""
+    proc = install_ok(root, bootccm_binary, "--server-tls-bootstrap")
+    assert '- "--controllers=*,csr-approver"' in (root / MANIFEST).read_text(), proc.stdout
+
+
+def test_server_tls_bootstrap_with_controllers_of_ones_own(root, bootccm_binary):
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", "--server-tls-bootstrap",
+                   "--extra-arg", "--controllers=cloud-node", check=False)
+    assert proc.returncode != 0
+    assert "--server-tls-bootstrap needs csr-approver in --extra-arg --controllers" in proc.stderr
+    install_ok(root, bootccm_binary, "--server-tls-bootstrap",
+               "--extra-arg", "--controllers=cloud-node,csr-approver")
+    text = (root / MANIFEST).read_text()
+    assert '- "--controllers=cloud-node,csr-approver"' in text
+    assert "--controllers=*,csr-approver" not in text
+
+
 def test_dry_run_without_kubeadm_says_what_it_would_do(tmp_path, bootccm_binary):
     r = tmp_path / "r"
     r.mkdir()

@@ -13,7 +13,7 @@ from helpers import INSTALL, KUBEADM, load_yaml_docs, mode, run
 
 V1BETA4 = "kubeadm.k8s.io/v1beta4"
 FILES = {
-    "init.yaml": ["InitConfiguration", "ClusterConfiguration"],
+    "init.yaml": ["InitConfiguration", "ClusterConfiguration", "KubeletConfiguration"],
     "join-control-plane.yaml": ["JoinConfiguration"],
     "join-worker.yaml": ["JoinConfiguration"],
 }
@@ -53,6 +53,8 @@ SCHEMA = {
         "featureGates": ANY, "clusterName": ANY, "encryptionAlgorithm": ANY,
         "certificateValidityPeriod": ANY, "caCertificateValidityPeriod": ANY,
     },
+    # kubelet.config.k8s.io/v1beta1, the part init.yaml sets
+    "KubeletConfiguration": {"apiVersion": ANY, "kind": ANY, "serverTLSBootstrap": ANY},
     "JoinConfiguration": {
         "apiVersion": ANY, "kind": ANY, "dryRun": ANY, "nodeRegistration": NODE_REGISTRATION,
         "caCertPath": ANY,
@@ -70,7 +72,7 @@ PLACEHOLDER = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 NODE_FACTS = {"BOOTCCM_NODE_IP", "BOOTCCM_PROVIDER_ID", "BOOTCCM_NODE_LABELS"}
 CLUSTER_FACTS = {
     "init.yaml": {"KUBEADM_TOKEN", "KUBEADM_CERTIFICATE_KEY", "KUBERNETES_VERSION",
-                  "CONTROL_PLANE_ENDPOINT"},
+                  "CONTROL_PLANE_ENDPOINT", "BOOTCCM_SERVER_TLS_BOOTSTRAP"},
     "join-control-plane.yaml": {"KUBEADM_TOKEN", "KUBEADM_CERTIFICATE_KEY",
                                 "KUBEADM_CA_CERT_HASH", "CONTROL_PLANE_ENDPOINT"},
     "join-worker.yaml": {"KUBEADM_TOKEN", "KUBEADM_CA_CERT_HASH", "CONTROL_PLANE_ENDPOINT"},
@@ -140,7 +142,8 @@ def kubelet_args(doc):
 def test_v1beta4_kinds(name):
     docs = load_yaml_docs(KUBEADM / name)
     assert [d["kind"] for d in docs] == FILES[name]
-    assert all(d["apiVersion"] == V1BETA4 for d in docs)
+    assert all(d["apiVersion"] == (V1BETA4 if d["kind"] != "KubeletConfiguration"
+                                   else "kubelet.config.k8s.io/v1beta1") for d in docs)
 
 
 @pytest.mark.parametrize("name", sorted(FILES))
@@ -177,7 +180,7 @@ def test_extra_args_are_name_value_lists_everywhere(name):
 @pytest.mark.parametrize("name", sorted(FILES))
 def test_kubelet_runs_with_an_external_cloud_provider_and_node_facts(name):
     for d in load_yaml_docs(KUBEADM / name):
-        if d["kind"] == "ClusterConfiguration":
+        if d["kind"] in ("ClusterConfiguration", "KubeletConfiguration"):
             continue
         args = kubelet_args(d)
         assert args["cloud-provider"] == "external"
@@ -237,7 +240,8 @@ def test_render_fills_every_placeholder(name, tmp_path):
     body = "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
     assert "${" not in body
     docs = list(yaml.safe_load_all(text))
-    node = next(d for d in docs if d["kind"] != "ClusterConfiguration")
+    node = next(d for d in docs if d["kind"] not in ("ClusterConfiguration",
+                                                     "KubeletConfiguration"))
     args = kubelet_args(node)
     assert args == {
         "cloud-provider": "external",
@@ -337,3 +341,21 @@ def test_render_names_the_failing_metadata_command(tmp_path):
     assert ("'%s metadata --metadata-cloud=gce --format=kubelet-flags' failed" % fake
             in proc.stderr), proc.stderr
     assert not (tmp_path / "join.yaml").exists()
+
+
+def test_server_tls_bootstrap_is_an_installer_option(tmp_path):
+    """Off unless --server-tls-bootstrap: nothing would approve the kubelets'
+    serving certificate requests without bootccm's csr-approver."""
+    _, out = render("init.yaml", tmp_path)
+    kubelet = [d for d in yaml.safe_load_all(out.read_text())
+               if d["kind"] == "KubeletConfiguration"]
+    assert kubelet == [{"apiVersion": "kubelet.config.k8s.io/v1beta1",
+                        "kind": "KubeletConfiguration", "serverTLSBootstrap": False}]
+    out2 = tmp_path / "tls.yaml"
+    e = {k: v for k, v in os.environ.items() if k not in CLUSTER_VALUES}
+    e.update(CLUSTER_VALUES)
+    run(["sh", INSTALL, "--render-kubeadm-config", KUBEADM / "init.yaml", out2,
+         "--kubelet-flags", FLAGS, "--server-tls-bootstrap"], env=e)
+    kubelet = [d for d in yaml.safe_load_all(out2.read_text())
+               if d["kind"] == "KubeletConfiguration"]
+    assert kubelet[0]["serverTLSBootstrap"] is True

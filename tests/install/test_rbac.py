@@ -11,6 +11,10 @@ CLUSTER_EXPECTED = (
     | {("", "services", v, None) for v in ("list", "watch", "patch")}
     | {("", "services/status", "patch", None)}
     | {("", "events", v, None) for v in ("create", "patch")}
+    | {("certificates.k8s.io", "certificatesigningrequests", v, None)
+       for v in ("get", "list", "watch")}
+    | {("certificates.k8s.io", "certificatesigningrequests/approval", "update", None)}
+    | {("certificates.k8s.io", "signers", "approve", "kubernetes.io/kubelet-serving")}
     | {("authentication.k8s.io", "tokenreviews", "create", None)}
     | {("authorization.k8s.io", "subjectaccessreviews", "create", None)}
 )

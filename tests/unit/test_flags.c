@@ -356,7 +356,7 @@ controllers_of(const char *arg, struct errbuf *e)
 		options_free(&o);
 		return -1;
 	}
-	for (unsigned b = 1; b <= OPTIONS_CTRL_SERVICE; b <<= 1)
+	for (unsigned b = 1; b <= OPTIONS_CTRL_CSR_APPROVER; b <<= 1)
 		if (options_controller_enabled(&o, b))
 			mask |= (int)b;
 	options_free(&o);
@@ -370,6 +370,11 @@ TEST(options_controllers_like_upstream)
 	    OPTIONS_CTRL_ROUTE | OPTIONS_CTRL_SERVICE;
 
 	CHECK(controllers_of("--controllers=*", &e) == all);
+	/* csr-approver is off by default: "*" leaves it out, naming it adds it */
+	CHECK(controllers_of("--controllers=*,csr-approver", &e) ==
+	    (all | OPTIONS_CTRL_CSR_APPROVER));
+	CHECK(controllers_of("--controllers=csr-approver", &e) == OPTIONS_CTRL_CSR_APPROVER);
+	CHECK(controllers_of("--csr-deny", &e) == all);
 	CHECK(controllers_of("--controllers=*,-route", &e) == (all & ~OPTIONS_CTRL_ROUTE));
 	CHECK(controllers_of("--controllers=-route,*", &e) == (all & ~OPTIONS_CTRL_ROUTE));
 	CHECK(controllers_of("--controllers=cloud-node", &e) == OPTIONS_CTRL_CLOUD_NODE);

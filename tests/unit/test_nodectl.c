@@ -194,6 +194,8 @@ TEST(node_ops_labels_provider_id_and_taint)
 	    "{\"op\":\"add\",\"path\":\"/metadata/labels/failure-domain.beta.kubernetes.io~1region\",\"value\":\"us-east-2\"},"
 	    "{\"op\":\"add\",\"path\":\"/metadata/labels/example.com~1pool\",\"value\":\"a\"},"
 	    "{\"op\":\"add\",\"path\":\"/metadata/labels/notk8s.io~1ok\",\"value\":\"z\"},"
+	    "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{"
+	    "\"bootccm.io/address-source\":\"cloud-api\"}},"
 	    "{\"op\":\"add\",\"path\":\"/spec/providerID\",\"value\":\"aws:///us-east-2b/i-0abc\"},"
 	    "{\"op\":\"test\",\"path\":\"/spec/taints/1/key\",\"value\":\"node.cloudprovider.kubernetes.io/uninitialized\"},"
 	    "{\"op\":\"remove\",\"path\":\"/spec/taints/1\"}]");
@@ -212,9 +214,37 @@ TEST(node_ops_keeps_provider_id_and_creates_labels_map)
 	    "[{\"op\":\"add\",\"path\":\"/metadata/labels\",\"value\":{"
 	    "\"node.kubernetes.io/instance-type\":\"t3.small\","
 	    "\"beta.kubernetes.io/instance-type\":\"t3.small\"}},"
+	    "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{"
+	    "\"bootccm.io/address-source\":\"cloud-api\"}},"
 	    "{\"op\":\"test\",\"path\":\"/spec/taints/1/key\",\"value\":\"node.cloudprovider.kubernetes.io/uninitialized\"},"
 	    "{\"op\":\"remove\",\"path\":\"/spec/taints/1\"}]");
 	store_obj_unref(&n->obj);
+}
+
+TEST(node_ops_record_the_address_source)
+{
+	/* other annotations: one key added beside them; the same value: nothing */
+	const struct kube_node *n = node(NODE_WITH(",\"annotations\":{\"a\":\"b\"}",
+	    "\"providerID\":\"x:///1\"", ""));
+	const struct kube_node *same = node(NODE_WITH(
+	    ",\"annotations\":{\"bootccm.io/address-source\":\"kubelet-reported\"}",
+	    "\"providerID\":\"x:///1\"", ""));
+	struct cloud_instance_metadata m;
+
+	memset(&m, 0, sizeof(m));
+	snprintf(m.source, sizeof(m.source), "%s", CLOUD_SOURCE_KUBELET);
+	CHECK_STR(ops_str(nodectl_node_ops(n, &m)),
+	    "[{\"op\":\"add\",\"path\":\"/metadata/annotations/bootccm.io~1address-source\","
+	    "\"value\":\"kubelet-reported\"}]");
+	CHECK_STR(ops_str(nodectl_node_ops(same, &m)), "[]");
+	snprintf(m.source, sizeof(m.source), "%s", CLOUD_SOURCE_METADATA);
+	CHECK_STR(ops_str(nodectl_node_ops(same, &m)),
+	    "[{\"op\":\"add\",\"path\":\"/metadata/annotations/bootccm.io~1address-source\","
+	    "\"value\":\"instance-metadata\"}]");
+	/* initialized Nodes (no instance): never touched */
+	CHECK_STR(ops_str(nodectl_node_ops(n, NULL)), "[]");
+	store_obj_unref(&n->obj);
+	store_obj_unref(&same->obj);
 }
 
 TEST(node_ops_initialized_copies_beta_labels_only_when_missing)
