@@ -420,7 +420,10 @@ http_do(struct http_client *c, const struct http_request *req,
 		 * times out has run to the deadline, not a hair short of it */
 		int64_t left_ns = deadline - clock_mono_ns();
 		int64_t left_ms = (left_ns + NS_PER_MS - 1) / NS_PER_MS;
-		if (left_ns <= 0)
+		/* curl's timers count whole milliseconds on a clock of their own
+		 * and may end a transfer up to one early: less than that left is
+		 * no time to send a request in */
+		if (left_ns < NS_PER_MS)
 			return errbuf_set(e, ERR_TIMEOUT, "%s %s: not sent: the deadline passed",
 			    method, req->url);
 		if (timeout_ms == 0 || timeout_ms > left_ms)

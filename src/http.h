@@ -109,7 +109,8 @@ int http_host_is_local(const char *url);
 /* http_set_deadline gives the whole process a deadline (CLOCK_MONOTONIC
  * nanoseconds; 0: none), for a one-shot command's --timeout: from then on
  * every request's connect and transfer timeouts end at it, and a request
- * made after it fails at once with ERR_TIMEOUT, sending nothing. Set it
+ * made after it (or less than a millisecond before it, curl's timers being
+ * whole milliseconds) fails at once with ERR_TIMEOUT, sending nothing. Set it
  * before the requests start; any thread may then read it. */
 void http_set_deadline(int64_t deadline_ns);
 
