@@ -281,6 +281,13 @@ class View(object):
         return changes, cur
 
 
+# the allocators' ranges: kind's service CIDRs 10.96.0.0/16 and
+# fd00:10:96::/112, the default --service-node-port-range 30000-32767
+SERVICE_IPV4 = ["10.96.%d.%d" % (a, b) for a in range(256) for b in range(2, 255)]
+SERVICE_IPV6 = ["fd00:10:96::%x" % i for i in range(2, 0x10000)]
+NODE_PORTS = list(range(30000, 32768))
+
+
 class Registry(object):
     """Serves resource requests over a kstore.Store."""
 
@@ -736,16 +743,22 @@ class Registry(object):
             # --seed): they keep the requester they name, like restored data
             kvalidate.csr_prepare_create(obj, who)
         self._prepare_create(res, obj, ns, manager, None)
-        errs = kvalidate.validate(res, obj, None, "")
-        if errs:
-            raise kerrors.invalid(res.group, res.kind, md.get("name", ""), errs)
-        if _q(query, "dryRun") == "All":
-            md["resourceVersion"] = ""
-            return 201, obj, warn
-        out = View(self.store, res).create(obj)
-        if out is None:
-            raise kerrors.already_exists(res.group, res.name, md["name"])
-        return 201, out, warn
+        held = None  # what a Service holds once the request is over
+        try:
+            errs = kvalidate.validate(res, obj, None, "")
+            if errs:
+                raise kerrors.invalid(res.group, res.kind, md.get("name", ""), errs)
+            if _q(query, "dryRun") == "All":
+                md["resourceVersion"] = ""
+                return 201, obj, warn
+            out = View(self.store, res).create(obj)
+            if out is None:
+                raise kerrors.already_exists(res.group, res.name, md["name"])
+            held = out
+            return 201, out, warn
+        finally:
+            if res.name == "services":
+                self._release_service((obj,), held)
 
     def _finish_update(self, res, sub, ns, name, new, old, manager, query,
                        expect_rv, warn, who=None):
@@ -800,36 +813,34 @@ class Registry(object):
                 else:
                     new.pop("status", None)
         kvalidate.defaults(res, new, old, self, sub)
-        errs = kvalidate.validate(res, new, old, sub)
-        if errs:
-            raise kerrors.invalid(res.group, res.kind, name, errs)
-        if res.group == "certificates.k8s.io":
-            self._csr_admission(res, sub, name, new, old, who)
-        if _canon(_strip_volatile(new)) == _canon(_strip_volatile(old)):
-            return 200, old, warn
-        mf = [e for e in md.get("managedFields") or []
-              if not (e.get("manager") == manager and
-                      e.get("operation") == "Update" and
-                      e.get("subresource", "") == sub)]
-        mf.append(_managed_entry(new, manager, "Update",
-                                 kresources.api_version(res), sub, res.kind))
-        md["managedFields"] = mf
-        if _q(query, "dryRun") == "All":
-            return 200, new, warn
-        # finalizers gone on an object being deleted: it goes away now
-        if md.get("deletionTimestamp") and not md.get("finalizers"):
-            st, out = View(self.store, res).delete(ns, name, expect_rv)
-            if st == "conflict":
-                raise kerrors.conflict(res.group, res.name, name, kerrors.MODIFIED)
-            if st == "notfound":
-                raise kerrors.not_found(res.group, res.name, name)
-            return 200, new, warn
-        st, out = View(self.store, res).update(new, expect_rv)
-        if st == "conflict":
-            raise kerrors.conflict(res.group, res.name, name, kerrors.MODIFIED)
-        if st == "notfound":
-            raise kerrors.not_found(res.group, res.name, name)
-        return 200, out, warn
+        held = old  # what a Service holds once the request is over
+        try:
+            errs = kvalidate.validate(res, new, old, sub)
+            if errs:
+                raise kerrors.invalid(res.group, res.kind, name, errs)
+            if res.group == "certificates.k8s.io":
+                self._csr_admission(res, sub, name, new, old, who)
+            if _canon(_strip_volatile(new)) == _canon(_strip_volatile(old)):
+                return 200, old, warn
+            mf = [e for e in md.get("managedFields") or []
+                  if not (e.get("manager") == manager and
+                          e.get("operation") == "Update" and
+                          e.get("subresource", "") == sub)]
+            mf.append(_managed_entry(new, manager, "Update",
+                                     kresources.api_version(res), sub, res.kind))
+            md["managedFields"] = mf
+            if _q(query, "dryRun") == "All":
+                return 200, new, warn
+            # finalizers gone on an object being deleted: it goes away now
+            if md.get("deletionTimestamp") and not md.get("finalizers"):
+                _written(res, name, *View(self.store, res).delete(ns, name, expect_rv))
+                held = None
+                return 200, new, warn
+            held = _written(res, name, *View(self.store, res).update(new, expect_rv))
+            return 200, held, warn
+        finally:
+            if res.name == "services":
+                self._release_service((old, new), held)
 
     def update(self, res, sub, ns, name, body, query, manager, ctype="", who=None):
         new = self._decode_body(res, body, query, ctype)
@@ -987,7 +998,7 @@ class Registry(object):
         if st == "notfound":
             raise kerrors.not_found(res.group, res.name, name)
         if res.name == "services":
-            self._release_service(out)
+            self._release_service((out,))
         if res.name in ("services", "namespaces"):
             return 200, self.external(res, out)
         d = {"name": name, "kind": res.name, "uid": omd.get("uid")}
@@ -1023,32 +1034,63 @@ class Registry(object):
 
     # -- allocation for services ---------------------------------------------
 
+    # like the service REST's allocators: a free value at random, then the
+    # first free one; a full range is the API server's 500 "range is full"
+    SERVICE_IPV4 = SERVICE_IPV4
+    SERVICE_IPV6 = SERVICE_IPV6
+    NODE_PORTS = NODE_PORTS
+
+    @staticmethod
+    def _allocate(used, pool, what):
+        for _ in range(64):
+            v = random.choice(pool)
+            if v not in used:
+                used.add(v)
+                return v
+        for v in pool:
+            if v not in used:
+                used.add(v)
+                return v
+        raise kerrors.internal("failed to allocate a %s: range is full" % what)
+
     def allocate_cluster_ip(self, family="IPv4"):
         """A free cluster IP of the dual-stack service CIDRs 10.96.0.0/16
         and fd00:10:96::/112 (kind's)."""
-        while True:
-            if family == "IPv6":
-                ip = "fd00:10:96::%x" % random.randint(2, 0xfffe)
-            else:
-                ip = "10.96.%d.%d" % (random.randint(0, 255), random.randint(2, 254))
-            if ip not in self._svc_ips:
-                self._svc_ips.add(ip)
-                return ip
+        return self._allocate(self._svc_ips, self.SERVICE_IPV6 if family == "IPv6"
+                              else self.SERVICE_IPV4, "serviceIP")
 
     def allocate_node_port(self):
-        while True:
-            p = random.randint(30000, 32767)
-            if p not in self._node_ports:
-                self._node_ports.add(p)
-                return p
+        """A free port of the default --service-node-port-range 30000-32767."""
+        return self._allocate(self._node_ports, self.NODE_PORTS, "nodePort")
 
-    def _release_service(self, svc):
-        spec = svc.get("spec") or {}
-        for ip in spec.get("clusterIPs") or [spec.get("clusterIP")]:
-            self._svc_ips.discard(ip)
-        for p in spec.get("ports") or []:
-            self._node_ports.discard(p.get("nodePort"))
-        self._node_ports.discard(spec.get("healthCheckNodePort"))
+    @staticmethod
+    def _service_holds(svc):
+        """The cluster IPs and node ports a stored Service holds."""
+        spec = (svc or {}).get("spec") or {}
+        ips = set(spec.get("clusterIPs") or [spec.get("clusterIP")])
+        ports = {p.get("nodePort") for p in spec.get("ports") or []}
+        ports.add(spec.get("healthCheckNodePort"))
+        return ips, ports
+
+    def _release_service(self, svcs, held=None):
+        """Free what the versions svcs of a Service hold and held (the
+        stored one once the request is over; None: the Service is gone)
+        does not: a failed or dry-run write allocates nothing for good,
+        an update frees what it dropped."""
+        hips, hports = self._service_holds(held)
+        for svc in svcs:
+            ips, ports = self._service_holds(svc)
+            self._svc_ips.difference_update(ips - hips)
+            self._node_ports.difference_update(ports - hports)
+
+
+def _written(res, name, st, out):
+    """The stored object of a View write that answered st, or its error."""
+    if st == "conflict":
+        raise kerrors.conflict(res.group, res.name, name, kerrors.MODIFIED)
+    if st == "notfound":
+        raise kerrors.not_found(res.group, res.name, name)
+    return out
 
 
 def _warn_headers(warn):

@@ -7,6 +7,9 @@ import time
 
 import pytest
 
+import apiserver
+from conftest import Client
+
 MERGE = "application/merge-patch+json"
 JSONP = "application/json-patch+json"
 SMP = "application/strategic-merge-patch+json"
@@ -933,3 +936,56 @@ def test_event_namespace_rules(admin):
     assert code == 422
     assert body["message"] == ('Event.events.k8s.io "nsr1" is invalid: type: Invalid '
                                'value: "": has invalid value: Bogus')
+
+
+@pytest.fixture
+def small_ports():
+    """A server of its own whose node-port range has two ports."""
+    s = apiserver.FakeAPIServer().start()
+    s.registry.NODE_PORTS = [30000, 30001]
+    c = Client(s, cert=s.client_cert("kubernetes-admin", ["system:masters"]))
+    yield c
+    c.close()
+    s.stop()
+
+
+def test_node_ports_freed_and_a_full_range_is_an_error(small_ports):
+    """The node-port allocator as the service REST's: a Service's ports are
+    free again once it is gone (also when its last finalizer goes, or a
+    write fails), and a full range is a 500 "range is full", never a wait."""
+    admin = small_ports
+    base = "/api/v1/namespaces/default/services"
+
+    def lb(name, **md):
+        return admin.request("POST", base, {
+            "metadata": dict(name=name, **md),
+            "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]}})
+
+    assert lb("a", finalizers=["service.kubernetes.io/load-balancer-cleanup"])[0] == 201
+    # a failed create allocates nothing for good
+    code, _, body = lb("a")
+    assert code == 409, body
+    assert lb("b")[0] == 201
+    code, _, body = lb("c")
+    assert code == 500, body
+    assert body["reason"] == "InternalError"
+    assert body["message"] == \
+        "Internal error occurred: failed to allocate a nodePort: range is full"
+    # deleting a Service with a finalizer keeps its port until the last
+    # finalizer goes
+    assert admin.request("DELETE", base + "/a")[0] == 200
+    assert lb("c")[0] == 500
+    code, _, body = admin.request("PATCH", base + "/a", {"metadata": {"finalizers": None}},
+                                  ctype=MERGE)
+    assert code == 200, body
+    assert admin.request("GET", base + "/a")[0] == 404
+    code, _, c = lb("c")
+    assert code == 201, c
+    # a type change drops the node port and frees it
+    code, _, body = admin.request("PATCH", base + "/b", {"spec": {"type": "ClusterIP"}},
+                                  ctype=MERGE)
+    assert code == 200, body
+    code, _, d = lb("d")
+    assert code == 201, d
+    assert {c["spec"]["ports"][0]["nodePort"], d["spec"]["ports"][0]["nodePort"]} == \
+        {30000, 30001}
