@@ -21,9 +21,14 @@ one pool of 16,382 addresses. Phases:
    been quiet for 2 s.
 2. churn, --minutes: each second --node-rate ready Nodes are added and as
    many of the churn's oldest deleted, --svc-rate Services created and as
-   many of the churn's oldest deleted. Every --sample-s: RSS (VmRSS),
-   CPU (utime+stime from /proc/PID/stat), the requests the fake served
-   (bootccm's and all), workqueue depth from /metrics.
+   many of the churn's oldest deleted, and --addr-rate address changes of
+   each kind: a Service of the first S asks for another address
+   (spec.loadBalancerIP, from a part of the pool the first-free allocation
+   does not reach) and a Node of the first N gets another InternalIP, as
+   its kubelet would report it. Every --sample-s: RSS (VmRSS), CPU
+   (utime+stime from /proc/PID/stat), the requests the fake served
+   (bootccm's and all), workqueue depth and the load balancer syncs (the
+   provider's ensure and host-update calls: the cloud calls) from /metrics.
 3. steady, --steady-s with no change at all: bootccm's requests and writes,
    scaled to requests per node per hour.
 
@@ -31,19 +36,26 @@ Figures: RSS over time (and its growth after the first minute of churn),
 CPU per event (CPU of the churn phase over the Node and Service adds and
 deletes it made), requests per node per hour in steady state, workqueue
 queue-duration percentiles (from the histogram's buckets: an upper bound),
-and whether the fake kept up: bootccm's request rate against its
---kube-api-qps (the client's budget is the limit when the rate sits at the
-QPS while work is queued). Address changes are not part of the churn.
+cloud calls per sample period, and whether the fake kept up: bootccm's
+request rate against its --kube-api-qps (the client's budget is the limit
+when the rate sits at the QPS while work is queued). At the end every
+Service must hold the address it asked for and no address may be held
+twice.
+
+SIGUSR1 prints every thread's Python stack to stderr (a bench that seems
+stuck says where).
 
 One JSON object on stdout (and appended to --json OUT). Method and
 figures: bench/RESULTS.md, section Soak."""
 
 import argparse
+import faulthandler
 import json
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -62,6 +74,9 @@ from lb_burst import USER, NS, ingress_ips, lb_service, ready_node, stop  # noqa
 from node_burst import proc_cpu_s, proc_status_kib, say, wait_quiet  # noqa: E402
 
 POOL = "198.18.0.0/18"     # 16,382 addresses
+# the addresses Services ask for: the pool's upper half, which first-free
+# allocation of a few thousand Services never reaches
+REQUESTED = ["198.18.%d.%d" % (40 + k // 256, k % 256) for k in range(16 * 256)]
 TOKEN = "soak-metrics-reader-token-0123456789"
 
 
@@ -105,6 +120,44 @@ def queue_percentiles(text, ps=(50, 90, 99)):
     return out
 
 
+def change_address(srv, kind, name, value):
+    """Set a Service's spec.loadBalancerIP or a Node's InternalIP (its
+    status, as its kubelet writes it) as an admin; a write that meets
+    bootccm's (409) is done again on the new version."""
+    for _ in range(5):
+        if kind == "services":
+            o = srv.get_object("services", name, namespace=NS)
+            o["spec"]["loadBalancerIP"] = value
+            sub = ""
+        else:
+            o = srv.get_object("nodes", name)
+            o["status"]["addresses"] = [a if a.get("type") != "InternalIP" else
+                                        {"type": "InternalIP", "address": value}
+                                        for a in o["status"].get("addresses") or []]
+            sub = "status"
+        try:
+            srv.update_object(o, sub)
+            return
+        except Exception as e:  # a conflict: the object moved meanwhile
+            if getattr(e, "code", None) != 409:
+                raise
+    raise RuntimeError("%s %s: five conflicts in a row" % (kind, name))
+
+
+def served_addresses(srv):
+    """Services whose requested address is not the one they hold, and
+    addresses held by more than one Service."""
+    held, wrong = {}, []
+    for o in srv.list_objects("services", namespace=NS):
+        ips = ingress_ips(o)
+        for ip in ips:
+            held.setdefault(ip, []).append(o["metadata"]["name"])
+        want = (o.get("spec") or {}).get("loadBalancerIP")
+        if want and ips != [want]:
+            wrong.append("%s wants %s holds %s" % (o["metadata"]["name"], want, ips))
+    return wrong, sorted(ip for ip, who in held.items() if len(who) > 1)
+
+
 def ours(srv, since):
     log = srv.request_log(since)
     mine = [e for e in log if e["user"] == USER]
@@ -122,6 +175,8 @@ def main(argv=None):
                     help="nodes added (and deleted) a second")
     ap.add_argument("--svc-rate", type=float, default=2.0,
                     help="Services created (and deleted) a second")
+    ap.add_argument("--addr-rate", type=float, default=1.0,
+                    help="Service and Node address changes a second (each)")
     ap.add_argument("--steady-s", type=float, default=60.0)
     ap.add_argument("--sample-s", type=float, default=10.0)
     ap.add_argument("--qps", type=float, default=100.0)
@@ -132,10 +187,12 @@ def main(argv=None):
     ap.add_argument("--json", help="append the result here")
     ap.add_argument("--keep", action="store_true", help="keep the state directory")
     args = ap.parse_args(argv)
+    faulthandler.register(signal.SIGUSR1, all_threads=True)
 
     state = tempfile.mkdtemp(prefix="soak-")
     res = {"nodes": args.nodes, "services": args.services, "minutes": args.minutes,
-           "node_rate": args.node_rate, "svc_rate": args.svc_rate, "qps": args.qps,
+           "node_rate": args.node_rate, "svc_rate": args.svc_rate,
+           "addr_rate": args.addr_rate, "qps": args.qps,
            "burst": args.burst, "workers": args.workers, "wrapper": args.wrapper or None}
     with apiserver.FakeAPIServer(state_dir=state) as srv:
         with open(os.path.join(ROOT, "static-pod", "rbac.yaml")) as f:
@@ -186,9 +243,11 @@ def main(argv=None):
             say("soak: %.1f minutes of churn" % args.minutes)
             samples, events = [], 0
             cpu0, seq0, t0 = proc_cpu_s(p.pid), srv.log_seq(), time.time()
+            lb0 = metric_sum(metrics(port), "service_controller_loadbalancer_sync_total")
             next_node, next_svc = args.nodes, args.services
             churn_nodes, churn_svcs = [], []
-            node_acc = svc_acc = 0.0
+            node_acc = svc_acc = addr_acc = 0.0
+            addr_changes = 0
             next_sample = t0
             end = t0 + args.minutes * 60
             while time.time() < end:
@@ -204,6 +263,17 @@ def main(argv=None):
                     if len(churn_nodes) > args.node_rate * 5:
                         srv.delete_object("nodes", churn_nodes.pop(0))
                         events += 1
+                addr_acc += args.addr_rate
+                while addr_acc >= 1:
+                    addr_acc -= 1
+                    k = addr_changes
+                    change_address(srv, "services", "svc-%05d" % (k % args.services),
+                                   REQUESTED[k % len(REQUESTED)])
+                    i = k % (args.nodes - 1)
+                    change_address(srv, "nodes", "node-%05d" % i, "10.%d.%d.%d" % (
+                        201 + (k // 62500) % 50, (k // 250) % 250, 1 + k % 250))
+                    addr_changes += 1
+                    events += 2
                 while svc_acc >= 1:
                     svc_acc -= 1
                     name = "svc-%05d" % next_svc
@@ -217,11 +287,14 @@ def main(argv=None):
                 if tick >= next_sample:
                     next_sample += args.sample_s
                     m = metrics(port)
+                    lb = metric_sum(m, "service_controller_loadbalancer_sync_total")
                     samples.append({"t_s": round(tick - t0, 1),
+                                    "lb_syncs": lb - lb0,
                                     "rss_mib": round(proc_status_kib(p.pid, "VmRSS") / 1024.0, 2),
                                     "cpu_s": round(proc_cpu_s(p.pid) - cpu0, 2),
                                     "requests": srv.log_seq() - seq0,
                                     "workqueue_depth": metric_sum(m, "workqueue_depth")})
+                    lb0 = lb
                 if p.poll() is not None:
                     raise RuntimeError("bootccm exited %s; log %s" % (p.returncode, log_path))
                 time.sleep(max(0.0, 1.0 - (time.time() - tick)))
@@ -231,6 +304,7 @@ def main(argv=None):
             m = metrics(port)
             res.update({
                 "churn_s": round(churn_s, 1), "churn_events": events,
+                "churn_address_changes": 2 * addr_changes,
                 "cpu_churn_s": round(cpu_churn, 2),
                 "cpu_per_event_ms": round(1000.0 * cpu_churn / max(events, 1), 3),
                 "churn_requests_bootccm": mine, "churn_requests_all": total,
@@ -253,7 +327,14 @@ def main(argv=None):
             steady_s = time.time() - t1
             total, mine, writes = ours(srv, seq1)
             live_nodes = len(srv.list_objects("nodes"))
+            wrong, twice = served_addresses(srv)
+            lbs = sorted(s["lb_syncs"] for s in samples[1:])
             res.update({
+                "cloud_calls_per_period": {"period_s": args.sample_s,
+                                           "median": lbs[len(lbs) // 2] if lbs else None,
+                                           "max": lbs[-1] if lbs else None},
+                "requested_address_not_held": wrong[:20],
+                "addresses_held_twice": twice[:20],
                 "steady_s": round(steady_s, 1), "steady_requests_bootccm": mine,
                 "steady_writes_bootccm": len(writes),
                 "steady_writes": sorted({"%s %s" % (e["verb"], e["path"]) for e in writes})[:20],
@@ -276,6 +357,10 @@ def main(argv=None):
         os.makedirs(os.path.dirname(os.path.abspath(args.json)), exist_ok=True)
         with open(args.json, "a") as f:
             f.write(line + "\n")
+    if res.get("requested_address_not_held") or res.get("addresses_held_twice"):
+        say("soak: a Service does not hold the address it asked for, or an address "
+            "is held twice (see the result)")
+        return 1
     return 0 if res["exit"] == 0 else 1
 
 

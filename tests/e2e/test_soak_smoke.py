@@ -2,8 +2,9 @@
 churn, 2 s steady), against the binary under test, so that make soak and
 make valgrind do not rot: it runs to the end, its figures are there, and
 its counts agree with the run's requests.log (--keep leaves it): every
-request it reports as bootccm's churn requests is in the file, and in the
-steady window bootccm wrote nothing."""
+request it reports as bootccm's churn requests is in the file, the
+addresses the churn asked for were written to the Services' status, and in
+the steady window bootccm wrote nothing."""
 
 import json
 import os
@@ -27,9 +28,13 @@ def test_soak_smoke(tmp):
         res = json.loads(f.read().splitlines()[-1])
     assert res["exit"] == 0
     for k in ("start_s", "cpu_per_event_ms", "rss_start_mib", "peak_rss_mib",
-              "steady_requests_per_node_hour", "workqueue_queue_duration", "samples"):
+              "steady_requests_per_node_hour", "workqueue_queue_duration", "samples",
+              "cloud_calls_per_period"):
         assert k in res, k
     assert res["churn_events"] > 0 and len(res["samples"]) >= 3
+    assert res["churn_address_changes"] >= 10
+    assert res["requested_address_not_held"] == [] and res["addresses_held_twice"] == []
+    assert sum(s["lb_syncs"] for s in res["samples"]) > 0
     assert res["steady_writes_bootccm"] == 0, res["steady_writes"]
     with open(os.path.join(res["state_dir"], "requests.log")) as f:
         mine = [json.loads(line) for line in f]
@@ -39,3 +44,8 @@ def test_soak_smoke(tmp):
     assert len([e for e in mine if e.get("resource") == "services"
                 and e.get("subresource") == "status" and 200 <= e["code"] < 300]) >= 10
     assert res["churn_requests_bootccm"] <= len(mine)
+    # the Services that asked for another address got it from bootccm
+    moved = {e["name"] for e in mine if e.get("resource") == "services"
+             and e.get("subresource") == "status" and 200 <= e["code"] < 300
+             and "198.18.40." in json.dumps(e.get("body"))}
+    assert len(moved) >= 5, moved

@@ -613,6 +613,36 @@ def test_a_node_change_during_the_first_ensure_is_not_lost(api, driver):
     assert sorted(up[0]["nodes"]) == ["n1"]
 
 
+def test_node_churn_is_coalesced_into_one_pass_a_second(api, driver):
+    """Node changes re-check the Services in passes: the first change at
+    once, the ones that follow within a second together at its end. 40
+    Nodes added one after another give a Service a few host updates, a
+    second apart, the last with every Node; not one update per Node."""
+    api.create_object(a_node("n-base"))
+    d = driver({"ensure": {"*": ip_status("192.0.2.31")}})
+    api.create_object(lb_service("web"))
+    d.wait_call("ensure", "default/web")
+    wait_until(lambda: ingress(api, "web"), what="web's status")
+    quiesce(api, d)
+    m = d.mark()
+    t0 = time.monotonic()
+    for i in range(40):
+        api.create_object(a_node("n%02d" % i))
+        time.sleep(0.02)
+    added_s = time.monotonic() - t0
+    want = sorted(["n-base"] + ["n%02d" % i for i in range(40)])
+    wait_until(lambda: any(sorted(c["nodes"]) == want
+                           for c in d.calls("update_hosts", "default/web", since=m)),
+               what="a host update with all 41 Nodes")
+    quiesce(api, d)
+    ups = d.calls("update_hosts", "default/web", since=m)
+    assert sorted(ups[-1]["nodes"]) == want
+    # the adds took added_s: at most one pass a second, plus the first
+    assert 2 <= len(ups) <= int(added_s) + 3, [(c["t"], len(c["nodes"])) for c in ups]
+    gaps = [b["t"] - a["t"] for a, b in zip(ups, ups[1:])]
+    assert min(gaps) >= 0.9, gaps
+
+
 def test_syncs_at_once_share_one_snapshot_of_the_nodes(api, driver):
     """Workers that sync at the same time give the provider one snapshot of
     the Node cache (built once, at 5,000 Nodes some 5 MiB), not one each."""
