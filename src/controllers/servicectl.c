@@ -62,7 +62,6 @@ struct backends {
 	const struct store_obj **objs;  /* every Node (references) */
 	size_t nobjs;
 	const struct kube_node **incl;  /* the included ones */
-	uint64_t *hash;                 /* servicectl_node_hash of each included one */
 	uint64_t digest;                /* the digest of all included ones */
 	struct nodeview *views;
 	struct cloud_node *nodes;
@@ -331,35 +330,22 @@ servicectl_mix(uint64_t x)
 	return x ^ (x >> 31);
 }
 
-/* A backend set's digest is a sum of per-Node hashes (the same set in any
- * order sums the same) mixed with the count. */
-static uint64_t
-servicectl_node_hash(const struct kube_node *k)
-{
-	return servicectl_mix(hmap_hash(k->name) ^
-	    servicectl_mix(hmap_hash(k->provider_id ? k->provider_id : "")));
-}
-
-static uint64_t
-servicectl_digest_of(uint64_t sum, uint64_t count)
-{
-	return servicectl_mix(sum ^ servicectl_mix(count));
-}
-
 uint64_t
 servicectl_backends_digest(const struct kube_node *const *nodes, size_t n,
     const struct labelsel *sel)
 {
 	uint64_t sum = 0, count = 0;
 
+	/* a sum of per-Node hashes: the same set in any order sums the same */
 	for (size_t i = 0; i < n; i++) {
 		const struct kube_node *k = nodes[i];
 		if (!servicectl_node_included(k) || (sel && !servicectl_node_matches(sel, k)))
 			continue;
-		sum += servicectl_node_hash(k);
+		sum += servicectl_mix(hmap_hash(k->name) ^
+		    servicectl_mix(hmap_hash(k->provider_id ? k->provider_id : "")));
 		count++;
 	}
-	return servicectl_digest_of(sum, count);
+	return servicectl_mix(sum ^ servicectl_mix(count));
 }
 
 /* servicectl_ip_mode is an ingress entry's ipMode as the API server keeps
@@ -631,7 +617,6 @@ backends_free(struct backends *b)
 	free(b->views);
 	free(b->nodes);
 	free(b->incl);
-	free(b->hash);
 	store_list_free(b->objs, b->nobjs);
 	free(b);
 }
@@ -640,13 +625,11 @@ static struct backends *
 backends_build(struct servicectl *c, uint64_t gen)
 {
 	struct backends *b = xcalloc(1, sizeof(*b));
-	uint64_t sum = 0;
 
 	b->refs = 1;
 	b->gen = gen;
 	store_list(reflector_store(c->cfg.nodes), &b->objs, &b->nobjs);
 	b->incl = xcalloc(b->nobjs, sizeof(*b->incl));
-	b->hash = xcalloc(b->nobjs, sizeof(*b->hash));
 	b->views = xcalloc(b->nobjs, sizeof(*b->views));
 	b->nodes = xcalloc(b->nobjs, sizeof(*b->nodes));
 	for (size_t i = 0; i < b->nobjs; i++) {
@@ -654,15 +637,13 @@ backends_build(struct servicectl *c, uint64_t gen)
 		if (!servicectl_node_included(n))
 			continue;
 		b->incl[b->n] = n;
-		b->hash[b->n] = servicectl_node_hash(n);
-		sum += b->hash[b->n];
 		nodeview_init(&b->views[b->n], n);
 		b->nodes[b->n] = b->views[b->n].node;
 		b->n++;
 	}
 	/* what every Service without a node selector compares: once per
 	 * snapshot, not once per Service (2,000 Services x 5,000 Nodes) */
-	b->digest = servicectl_digest_of(sum, b->n);
+	b->digest = servicectl_backends_digest(b->incl, b->n, NULL);
 	return b;
 }
 
@@ -752,16 +733,7 @@ servicectl_backends_trim(struct servicectl *c)
 static uint64_t
 servicectl_digest(const struct backends *b, const struct svcstate *st)
 {
-	uint64_t sum = 0, count = 0;
-
-	if (!st->has_sel)
-		return b->digest;
-	for (size_t i = 0; i < b->n; i++)
-		if (servicectl_node_matches(&st->sel, b->incl[i])) {
-			sum += b->hash[i];
-			count++;
-		}
-	return servicectl_digest_of(sum, count);
+	return st->has_sel ? servicectl_backends_digest(b->incl, b->n, &st->sel) : b->digest;
 }
 
 /* --- per-Service state (c->mu held) --------------------------------------- */
@@ -828,10 +800,11 @@ servicectl_requeue_waiting(struct servicectl *c)
 	}
 }
 
-/* servicectl_queue_served re-checks the backends of every ensured Service:
- * the node pass (a worker holding SERVICECTL_NODE_PASS_KEY, c->mu held). */
+/* servicectl_node_pass_run is the node pass (a worker holding
+ * SERVICECTL_NODE_PASS_KEY, c->mu held): it re-checks the backends of every
+ * ensured Service, and the changes from now on make the next pass. */
 static void
-servicectl_queue_served(struct servicectl *c)
+servicectl_node_pass_run(struct servicectl *c)
 {
 	struct hmap_iter it;
 	const char *key;
@@ -1579,7 +1552,7 @@ servicectl_worker(void *arg)
 
 		if (strcmp(key, SERVICECTL_NODE_PASS_KEY) == 0) {
 			pthread_mutex_lock(&c->mu);
-			servicectl_queue_served(c);
+			servicectl_node_pass_run(c);
 			pthread_mutex_unlock(&c->mu);
 			wq_done(q, key);
 			continue;

@@ -296,6 +296,7 @@ class Registry(object):
         self.server = server
         self._svc_ips = set()
         self._node_ports = set()
+        self.node_port_range = NODE_PORTS  # a test may narrow it
 
     def bootstrap(self):
         """Default namespaces and RBAC policy of a fresh cluster."""
@@ -1036,10 +1037,6 @@ class Registry(object):
 
     # like the service REST's allocators: a free value at random, then the
     # first free one; a full range is the API server's 500 "range is full"
-    SERVICE_IPV4 = SERVICE_IPV4
-    SERVICE_IPV6 = SERVICE_IPV6
-    NODE_PORTS = NODE_PORTS
-
     @staticmethod
     def _allocate(used, pool, what):
         for _ in range(64):
@@ -1056,12 +1053,12 @@ class Registry(object):
     def allocate_cluster_ip(self, family="IPv4"):
         """A free cluster IP of the dual-stack service CIDRs 10.96.0.0/16
         and fd00:10:96::/112 (kind's)."""
-        return self._allocate(self._svc_ips, self.SERVICE_IPV6 if family == "IPv6"
-                              else self.SERVICE_IPV4, "serviceIP")
+        return self._allocate(self._svc_ips, SERVICE_IPV6 if family == "IPv6"
+                              else SERVICE_IPV4, "serviceIP")
 
     def allocate_node_port(self):
         """A free port of the default --service-node-port-range 30000-32767."""
-        return self._allocate(self._node_ports, self.NODE_PORTS, "nodePort")
+        return self._allocate(self._node_ports, self.node_port_range, "nodePort")
 
     @staticmethod
     def _service_holds(svc):

@@ -942,7 +942,7 @@ def test_event_namespace_rules(admin):
 def small_ports():
     """A server of its own whose node-port range has two ports."""
     s = apiserver.FakeAPIServer().start()
-    s.registry.NODE_PORTS = [30000, 30001]
+    s.registry.node_port_range = [30000, 30001]
     c = Client(s, cert=s.client_cert("kubernetes-admin", ["system:masters"]))
     yield c
     c.close()
