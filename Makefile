@@ -63,16 +63,17 @@ CPPFLAGS_ALL := -D_GNU_SOURCE -Isrc -I$(BUILD)/gen
 # --- static musl build (the shipped artifact) --------------------------------
 DEPS := $(BUILD)/deps
 STATIC_CC := musl-gcc
+# The allocator: mimalloc's single object (scripts/deps.sh) defines malloc,
+# free and the rest, so musl's mallocng is not linked for them. Four times
+# faster JSON parsing than mallocng, for ~65 KiB (docs/build.md); its options
+# are set by src/allocator.c. The glibc sanitizer and fuzz builds keep their
+# own allocators.
+STATIC_ALLOC := $(DEPS)/lib/mimalloc.o
 STATIC_CFLAGS := -std=gnu11 -Os -ffunction-sections -fdata-sections $(WARN) \
-	$(CPPFLAGS_ALL) -DCURL_STATICLIB -I$(DEPS)/include
+	$(CPPFLAGS_ALL) -DCURL_STATICLIB -I$(DEPS)/include $(if $(STATIC_ALLOC),-DBOOTCCM_MIMALLOC)
 STATIC_LDFLAGS := -static -Wl,--gc-sections -s -L$(DEPS)/lib
 STATIC_LIBS := -lcurl -lwolfssl -ljson-c -lyaml -lm
 STATIC_OBJS := $(patsubst %.c,$(BUILD)/static/%.o,$(CORE) src/main.c $(TLS_STATIC))
-# The allocator: mimalloc's single object (scripts/deps.sh) defines malloc,
-# free and the rest, so musl's mallocng is not linked for them. Four times
-# faster JSON parsing than mallocng, for ~65 KiB (docs/build.md). The glibc
-# sanitizer and fuzz builds keep their own allocators.
-STATIC_ALLOC := $(DEPS)/lib/mimalloc.o
 
 # --- glibc builds against Debian's -dev packages -----------------------------
 DEV_CC := gcc

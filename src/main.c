@@ -10,6 +10,7 @@
 #include <wolfssl/ssl.h>
 #include <yaml.h>
 
+#include "allocator.h"
 #include "daemon.h"
 #include "doctor/cmd.h"
 #include "err.h"
@@ -64,6 +65,7 @@ main(int argc, char **argv)
 	const char *prog = "bootccm";
 	int first = 1, check = 0, r, rc;
 
+	allocator_init();
 	/* wolfSSL writes with send(): a peer that aborts must not kill us */
 	signal(SIGPIPE, SIG_IGN);
 	/* before any other thread: they inherit the blocked SIGTERM and SIGINT,

@@ -50,6 +50,43 @@ def test_allocates_with_mimalloc():
     assert "mimalloc: option 'verbose': 1" in r.stderr, r.stderr
 
 
+@pytest.fixture(scope="module")
+def alloc_probe(tmp_path_factory):
+    """tests/static/alloc_probe.c with src/allocator.c, built as the shipped
+    binary is: musl-gcc -static, mimalloc's object from the same build's
+    dependencies, -DBOOTCCM_MIMALLOC."""
+    deps = os.path.join(os.path.dirname(BIN), "deps")
+    out = str(tmp_path_factory.mktemp("probe") / "alloc_probe")
+    subprocess.run(["musl-gcc", "-std=gnu11", "-Os", "-Wall", "-Wextra", "-Werror",
+                    "-D_GNU_SOURCE", "-DBOOTCCM_MIMALLOC", "-I" + os.path.join(ROOT, "src"),
+                    "-I" + os.path.join(deps, "include"), "-static", "-o", out,
+                    os.path.join(deps, "lib", "mimalloc.o"),
+                    os.path.join(ROOT, "tests", "static", "alloc_probe.c"),
+                    os.path.join(ROOT, "src", "allocator.c")], check=True)
+    return out
+
+
+def probe_rss(probe, mode, env=None):
+    r = subprocess.run([probe, mode], capture_output=True, text=True, env=env or {})
+    assert r.returncode == 0, r.stderr
+    before, peak, after = (int(x) for x in r.stdout.split())
+    assert peak - before >= 24 * 1024, r.stdout   # the 32 MiB were touched
+    return before, after
+
+
+def test_allocator_gives_back_what_an_idle_thread_freed(alloc_probe):
+    # a thread frees 32 MiB and waits: with the options bootccm sets, the
+    # pages go back to the kernel as they empty ...
+    before, after = probe_rss(alloc_probe, "tuned")
+    assert after - before < 2048, (before, after)
+    # ... with mimalloc's defaults, or the environment's, the waiting
+    # thread keeps them (what the soak's RSS showed)
+    before, after = probe_rss(alloc_probe, "default")
+    assert after - before > 24 * 1024, (before, after)
+    before, after = probe_rss(alloc_probe, "tuned", {"MIMALLOC_DECOMMIT_DELAY": "25"})
+    assert after - before > 24 * 1024, (before, after)
+
+
 @pytest.fixture
 def chroot_dir():
     d = tempfile.mkdtemp(prefix="bootccm-chroot-")
