@@ -150,3 +150,16 @@ cloud_node_ip_equal(const struct cloud_node_ip *ip, const char *s)
 	return cloud_node_ip_parse(s, strlen(s), &b) == 0 && ip->family == b.family &&
 	    memcmp(ip->bin, b.bin, sizeof(b.bin)) == 0;
 }
+
+static const struct cloud_service *
+cloud_services_at(void *arg, size_t i)
+{
+	return ((const struct cloud_service *const *)arg)[i];
+}
+
+struct cloud_services
+cloud_services_of(const struct cloud_service *const *v, size_t n)
+{
+	struct cloud_services s = { n, cloud_services_at, (void *)v };
+	return s;
+}

@@ -202,6 +202,16 @@ struct cloud_service {
 	                                      LoadBalancer and a class it serves */
 };
 
+/* The Services of a verify call: at(arg, i) returns the i-th of n (i < n,
+ * any order, any number of times), valid until the next call of at: the
+ * controller builds them one at a time instead of holding n at once (a
+ * Service's status alone is some 4 KiB: 8 MiB for 2,000). */
+struct cloud_services {
+	size_t n;
+	const struct cloud_service *(*at)(void *arg, size_t i);
+	void *arg;
+};
+
 /* An annotation a provider asks the controller to write on the Service
  * (kube-vip.io/loadbalancerIPs for an announcer); remove drops it. */
 struct cloud_lb_annotation {
@@ -236,12 +246,12 @@ struct cloud_lb_ops {
 	int (*ensure_deleted)(void *state, const char *cluster,
 	    const struct cloud_service *svc, struct cloud_lb_result *ret, struct errbuf *e);
 	/* verify (optional) tells, with as few cloud calls as it can (one batched
-	 * listing), which of n served Services' balancers drifted from what
-	 * ensure made of them: missing, changed, or not what their status says.
-	 * Sets drifted[i] to 1 or 0. NULL: the controller calls get for each
-	 * and compares existence and status. */
-	int (*verify)(void *state, const char *cluster, const struct cloud_service *const *svcs,
-	    size_t n, const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted,
+	 * listing), which of the served Services svcs' balancers drifted from
+	 * what ensure made of them: missing, changed, or not what their status
+	 * says. Sets drifted[i] to 1 or 0 for each i < svcs->n. NULL: the
+	 * controller calls get for each and compares existence and status. */
+	int (*verify)(void *state, const char *cluster, const struct cloud_services *svcs,
+	    const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted,
 	    struct errbuf *e);
 	/* node_selector (optional) returns the label selector (labelsel.h
 	 * syntax) by which svc's balancer picks its backends among nodes, or
@@ -329,6 +339,10 @@ struct cloud_node_ip {
  * the annotation. */
 int cloud_provided_node_ips(const char *node, const char *v,
     struct cloud_node_ip ips[2], struct errbuf *e);
+
+/* cloud_services_of returns the cloud_services of an array of n Services
+ * (borrowed: valid as long as v and what it points to). */
+struct cloud_services cloud_services_of(const struct cloud_service *const *v, size_t n);
 
 /* cloud_node_ip_equal tells whether s is an IP equal to ip. */
 int cloud_node_ip_equal(const struct cloud_node_ip *ip, const char *s);

@@ -1100,9 +1100,8 @@ hclb_selected_differ(const struct hclbspec *s, const struct hcapi_lb *lb, const 
 }
 
 int
-hclb_verify(struct hclb *l, const char *cluster, const struct cloud_service *const *svcs,
-    size_t n, const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted,
-    struct errbuf *e)
+hclb_verify(struct hclb *l, const char *cluster, const struct cloud_services *svcs,
+    const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted, struct errbuf *e)
 {
 	char cv[HCLBSPEC_LABEL_VALUE_MAX + 1];
 	struct hclb_all all = { NULL, 0 };
@@ -1116,7 +1115,8 @@ hclb_verify(struct hclb *l, const char *cluster, const struct cloud_service *con
 	hcclient_escape(&path, cv);
 	r = hcclient_list(l->c, dynbuf_ptr(&path), "load_balancers", hclb_all_item, &all, e);
 	dynbuf_free(&path);
-	for (size_t i = 0; r == 0 && i < n; i++) {
+	for (size_t i = 0; r == 0 && i < svcs->n; i++) {
+		const struct cloud_service *svc = svcs->at(svcs->arg, i);
 		struct hclb_ctx x;
 		struct hcapi_lb *lb = NULL;
 		struct cloud_lb_status st;
@@ -1126,13 +1126,13 @@ hclb_verify(struct hclb *l, const char *cluster, const struct cloud_service *con
 		size_t n_want = 0;
 
 		drifted[i] = 0;
-		if (hclb_ctx_init(&x, l, cluster, svcs[i], &pe) < 0) {
+		if (hclb_ctx_init(&x, l, cluster, svc, &pe) < 0) {
 			/* the Service asks for nothing ensure could make */
 			hclb_ctx_free(&x);
 			continue;
 		}
 		for (size_t j = 0; j < all.n && lb == NULL; j++)
-			if (hclbspec_ours(&all.v[j], svcs[i]->uid, cv))
+			if (hclbspec_ours(&all.v[j], svc->uid, cv))
 				lb = &all.v[j];
 		if (lb == NULL) {
 			drifted[i] = 1;
@@ -1142,7 +1142,7 @@ hclb_verify(struct hclb *l, const char *cluster, const struct cloud_service *con
 		hclb_want(&x.spec, nodes, n_nodes, &want, &n_want);
 		hclbspec_plan(&x.spec, lb, want, n_want, &p);
 		hclbspec_status(&x.spec, lb, &st);
-		drifted[i] = !hclbplan_empty(&p) || !hclb_status_equal(&st, svcs[i]->status) ||
+		drifted[i] = !hclbplan_empty(&p) || !hclb_status_equal(&st, svc->status) ||
 		    (x.spec.node_selector != NULL && hclb_selected_differ(&x.spec, lb, want, n_want));
 		hclbplan_free(&p);
 		free(want);

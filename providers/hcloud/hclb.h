@@ -56,9 +56,8 @@ int hclb_update_hosts(struct hclb *l, const char *cluster, const struct cloud_se
     const struct cloud_node *nodes, size_t n_nodes, struct errbuf *e);
 int hclb_ensure_deleted(struct hclb *l, const char *cluster, const struct cloud_service *svc,
     struct cloud_lb_result *ret, struct errbuf *e);
-int hclb_verify(struct hclb *l, const char *cluster, const struct cloud_service *const *svcs,
-    size_t n, const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted,
-    struct errbuf *e);
+int hclb_verify(struct hclb *l, const char *cluster, const struct cloud_services *svcs,
+    const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted, struct errbuf *e);
 
 /* hclb_node_selector returns svc's node-selector annotation (borrowed from
  * svc), or NULL. */

@@ -280,11 +280,10 @@ hcloud_lb_ensure_deleted(void *state, const char *cluster, const struct cloud_se
 }
 
 static int
-hcloud_lb_verify(void *state, const char *cluster, const struct cloud_service *const *svcs,
-    size_t n, const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted,
-    struct errbuf *e)
+hcloud_lb_verify(void *state, const char *cluster, const struct cloud_services *svcs,
+    const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted, struct errbuf *e)
 {
-	return hclb_verify(((struct hcloud_state *)state)->lbs, cluster, svcs, n, nodes, n_nodes,
+	return hclb_verify(((struct hcloud_state *)state)->lbs, cluster, svcs, nodes, n_nodes,
 	    drifted, e);
 }
 

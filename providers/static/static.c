@@ -618,9 +618,8 @@ static_drifted(const struct static_state *st, const struct cloud_service *svc,
 }
 
 static int
-static_verify(void *state, const char *cluster, const struct cloud_service *const *svcs,
-    size_t n, const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted,
-    struct errbuf *e)
+static_verify(void *state, const char *cluster, const struct cloud_services *svcs,
+    const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted, struct errbuf *e)
 {
 	struct static_state *st = state;
 
@@ -629,18 +628,19 @@ static_verify(void *state, const char *cluster, const struct cloud_service *cons
 	(void)n_nodes;
 	(void)e;
 	if (st->ipam == NULL) {
-		memset(drifted, 0, n);
+		memset(drifted, 0, svcs->n);
 		return 0;
 	}
 	pthread_mutex_lock(&st->lock);
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < svcs->n; i++) {
+		const struct cloud_service *svc = svcs->at(svcs->arg, i);
 		struct ipam_result res;
 		char key[STATIC_KEY_MAX];
 
-		static_key(svcs[i], key);
+		static_key(svc, key);
 		/* no allocation: ensure has not made one since the start, or failed */
 		drifted[i] = ipam_allocation(st->ipam, key, &res) == 0 ||
-		    static_drifted(st, svcs[i], &res);
+		    static_drifted(st, svc, &res);
 	}
 	pthread_mutex_unlock(&st->lock);
 	return 0;

@@ -1585,9 +1585,32 @@ servicectl_worker(void *arg)
 /* A served Service of a drift check. */
 struct servicectl_checked {
 	const struct store_obj *o;
-	struct svcview v;
 	int drifted;
 };
+
+/* The Services of a drift check as the provider sees them: one view at a
+ * time, built when asked for (2,000 views at once would be some 9 MiB). */
+struct servicectl_checking {
+	const struct servicectl_checked *chk;
+	struct svcview v;
+	size_t cur;
+	int have;
+};
+
+static const struct cloud_service *
+servicectl_checking_at(void *arg, size_t i)
+{
+	struct servicectl_checking *k = arg;
+
+	if (k->have && k->cur == i)
+		return &k->v.svc;
+	if (k->have)
+		svcview_free(&k->v);
+	svcview_init(&k->v, kube_service_of(k->chk[i].o), 1);
+	k->cur = i;
+	k->have = 1;
+	return &k->v.svc;
+}
 
 /* servicectl_drift_once asks the provider whether the balancers of the
  * served, ensured Services still are what ensure made of them, and queues
@@ -1597,6 +1620,8 @@ servicectl_drift_once(struct servicectl *c)
 {
 	const struct store_obj **objs = NULL;
 	struct servicectl_checked *chk;
+	struct servicectl_checking k = { 0 };
+	struct cloud_services svcs;
 	struct backends *b;
 	size_t nobjs = 0, n = 0, i, ndrift = 0;
 	struct errbuf e = { "" };
@@ -1616,14 +1641,13 @@ servicectl_drift_once(struct servicectl *c)
 	if (n == 0)
 		goto out;
 	b = servicectl_backends(c, 0);
-	for (i = 0; i < n; i++)
-		svcview_init(&chk[i].v, kube_service_of(chk[i].o), 1);
+	k.chk = chk;
+	svcs.n = n;
+	svcs.at = servicectl_checking_at;
+	svcs.arg = &k;
 	if (c->lb->verify != NULL) {
-		const struct cloud_service **svcs = xcalloc(n, sizeof(*svcs));
 		unsigned char *drifted = xcalloc(n, 1);
-		for (i = 0; i < n; i++)
-			svcs[i] = &chk[i].v.svc;
-		if (c->lb->verify(c->cfg.provider_state, c->cluster_name, svcs, n, b->nodes, b->n,
+		if (c->lb->verify(c->cfg.provider_state, c->cluster_name, &svcs, b->nodes, b->n,
 		    drifted, &e) < 0)
 			log_warn("Cannot check the load balancers for drift; next period",
 			    "err", e.msg, NULL);
@@ -1631,13 +1655,12 @@ servicectl_drift_once(struct servicectl *c)
 			for (i = 0; i < n; i++)
 				chk[i].drifted = drifted[i] != 0;
 		free(drifted);
-		free(svcs);
 	} else {
 		for (i = 0; i < n && !stop_requested(&c->term.stop); i++) {
 			struct cloud_lb_status *st = xcalloc(1, sizeof(*st));
 			int exists = 0;
-			if (c->lb->get(c->cfg.provider_state, c->cluster_name, &chk[i].v.svc, st,
-			    &exists, &e) < 0)
+			if (c->lb->get(c->cfg.provider_state, c->cluster_name,
+			    servicectl_checking_at(&k, i), st, &exists, &e) < 0)
 				log_info(2, "Cannot check the load balancer for drift", "service",
 				    chk[i].o->key, "err", e.msg, NULL);
 			else
@@ -1646,8 +1669,9 @@ servicectl_drift_once(struct servicectl *c)
 			free(st);
 		}
 	}
+	if (k.have)
+		svcview_free(&k.v);
 	for (i = 0; i < n; i++) {
-		svcview_free(&chk[i].v);
 		if (!chk[i].drifted)
 			continue;
 		ndrift++;

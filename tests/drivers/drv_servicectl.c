@@ -277,10 +277,18 @@ drv_ensure_deleted(void *state, const char *cluster, const struct cloud_service 
 	return r;
 }
 
+/* drv_verify_key writes the i-th Service's namespace/name into key. */
+static void
+drv_verify_key(const struct cloud_services *svcs, size_t i, char *key, size_t size)
+{
+	const struct cloud_service *svc = svcs->at(svcs->arg, i);
+
+	snprintf(key, size, "%s/%s", svc->namespace_, svc->name);
+}
+
 static int
-drv_verify(void *state, const char *cluster, const struct cloud_service *const *svcs,
-    size_t n, const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted,
-    struct errbuf *e)
+drv_verify(void *state, const char *cluster, const struct cloud_services *svcs,
+    const struct cloud_node *nodes, size_t n_nodes, unsigned char *drifted, struct errbuf *e)
 {
 	json_object *o = json_object_from_file(drv_script), *v, *d = NULL, *keys;
 	char key[512];
@@ -288,8 +296,8 @@ drv_verify(void *state, const char *cluster, const struct cloud_service *const *
 
 	(void)state, (void)cluster, (void)nodes, (void)n_nodes;
 	keys = json_object_new_array();
-	for (size_t i = 0; i < n; i++) {
-		snprintf(key, sizeof(key), "%s/%s", svcs[i]->namespace_, svcs[i]->name);
+	for (size_t i = 0; i < svcs->n; i++) {
+		drv_verify_key(svcs, i, key, sizeof(key));
 		json_object_array_add(keys, json_object_new_string(key));
 	}
 	v = json_object_new_object();
@@ -302,9 +310,9 @@ drv_verify(void *state, const char *cluster, const struct cloud_service *const *
 			    json_object_get_string(err));
 		json_object_object_get_ex(v, "drifted", &d);
 	}
-	for (size_t i = 0; r == 0 && i < n; i++) {
+	for (size_t i = 0; r == 0 && i < svcs->n; i++) {
 		drifted[i] = 0;
-		snprintf(key, sizeof(key), "%s/%s", svcs[i]->namespace_, svcs[i]->name);
+		drv_verify_key(svcs, i, key, sizeof(key));
 		for (size_t j = 0; d != NULL && j < json_object_array_length(d); j++)
 			if (strcmp(json_object_get_string(json_object_array_get_idx(d, j)), key) == 0)
 				drifted[i] = 1;

@@ -114,4 +114,19 @@ TEST(allows_delete_definitive_only_not_found)
 	CHECK(!cloud_err_allows_delete(ERR_GONE, &definitive));
 }
 
+/* cloud_services_of: the i-th of an array, any order, as often as asked */
+TEST(services_of_an_array)
+{
+	struct cloud_service a = { .name = "a" }, b = { .name = "b" };
+	const struct cloud_service *v[2] = { &a, &b };
+	struct cloud_services s = cloud_services_of(v, 2);
+
+	CHECK(s.n == 2);
+	CHECK(s.at(s.arg, 1) == &b);
+	CHECK(s.at(s.arg, 0) == &a);
+	CHECK(s.at(s.arg, 1) == &b);
+	s = cloud_services_of(v, 0);
+	CHECK(s.n == 0);
+}
+
 TEST_MAIN()

@@ -414,6 +414,17 @@ ensure(void *st, struct tsvc *t, struct cloud_lb_result *r, struct errbuf *e)
 	return static_provider.load_balancers->ensure(st, "kubernetes", &t->s, NULL, 0, r, e);
 }
 
+/* verify: the provider's verify of the first n of svcs (an array, seen
+ * through cloud_services_of). */
+static int
+verify(void *st, const struct cloud_service *const *svcs, size_t n, unsigned char *drifted,
+    struct errbuf *e)
+{
+	struct cloud_services s = cloud_services_of(svcs, n);
+
+	return static_provider.load_balancers->verify(st, "kubernetes", &s, NULL, 0, drifted, e);
+}
+
 static int
 observe(void *st, struct tsvc *t)
 {
@@ -581,13 +592,11 @@ TEST(kube_vip_annotation_written_and_removed)
 	tsvc_apply(&a, &r);
 	CHECK_STR(a.ann[0].value, "192.0.2.1,2001:db8::");
 	svcs[0] = &a.s;
-	CHECK(static_provider.load_balancers->verify(st, "kubernetes", svcs, 1, NULL, 0,
-	    drifted, &e) == 0);
+	CHECK(verify(st, svcs, 1, drifted, &e) == 0);
 	CHECK(drifted[0] == 0);
 	/* someone edits the annotation: drift */
 	a.ann[0].value = "192.0.2.1";
-	CHECK(static_provider.load_balancers->verify(st, "kubernetes", svcs, 1, NULL, 0,
-	    drifted, &e) == 0);
+	CHECK(verify(st, svcs, 1, drifted, &e) == 0);
 	CHECK(drifted[0] == 1);
 	/* the same again: the allocation does not move */
 	CHECK(ensure(st, &a, &r, &e) == 0);
@@ -621,26 +630,21 @@ TEST(verify_finds_drift)
 	a.families[0] = b.families[0] = "IPv6";
 	CHECK(ensure(st, &a, &r, &e) == 0);
 	tsvc_apply(&a, &r);
-	CHECK(static_provider.load_balancers->verify(st, "kubernetes", svcs, 2, NULL, 0,
-	    drifted, &e) == 0);
+	CHECK(verify(st, svcs, 2, drifted, &e) == 0);
 	CHECK(drifted[0] == 0 && drifted[1] == 1);
 	a.status.ingress[0].ip_mode[0] = '\0';            /* the API server's default */
 	snprintf(a.status.ingress[0].ip, sizeof(a.status.ingress[0].ip), "2001:DB8:0::");
-	CHECK(static_provider.load_balancers->verify(st, "kubernetes", svcs, 1, NULL, 0,
-	    drifted, &e) == 0);
+	CHECK(verify(st, svcs, 1, drifted, &e) == 0);
 	CHECK(drifted[0] == 0);
 	snprintf(a.status.ingress[0].ip_mode, sizeof(a.status.ingress[0].ip_mode), "Proxy");
-	CHECK(static_provider.load_balancers->verify(st, "kubernetes", svcs, 1, NULL, 0,
-	    drifted, &e) == 0);
+	CHECK(verify(st, svcs, 1, drifted, &e) == 0);
 	CHECK(drifted[0] == 1);
 	a.status.n_ingress = 0;                           /* status lost */
-	CHECK(static_provider.load_balancers->verify(st, "kubernetes", svcs, 1, NULL, 0,
-	    drifted, &e) == 0);
+	CHECK(verify(st, svcs, 1, drifted, &e) == 0);
 	CHECK(drifted[0] == 1);
 	tsvc_apply(&a, &r);
 	snprintf(a.status.ingress[0].ip, sizeof(a.status.ingress[0].ip), "2001:db8::77");
-	CHECK(static_provider.load_balancers->verify(st, "kubernetes", svcs, 1, NULL, 0,
-	    drifted, &e) == 0);
+	CHECK(verify(st, svcs, 1, drifted, &e) == 0);
 	CHECK(drifted[0] == 1);
 	static_provider.free(st);
 }
