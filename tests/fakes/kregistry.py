@@ -743,9 +743,9 @@ class Registry(object):
             # who is None for objects the test harness seeds (create_object,
             # --seed): they keep the requester they name, like restored data
             kvalidate.csr_prepare_create(obj, who)
-        self._prepare_create(res, obj, ns, manager, None)
         held = None  # what a Service holds once the request is over
         try:
+            self._prepare_create(res, obj, ns, manager, None)
             errs = kvalidate.validate(res, obj, None, "")
             if errs:
                 raise kerrors.invalid(res.group, res.kind, md.get("name", ""), errs)
@@ -813,9 +813,9 @@ class Registry(object):
                     new["status"] = kstore.jcopy(old["status"])
                 else:
                     new.pop("status", None)
-        kvalidate.defaults(res, new, old, self, sub)
         held = old  # what a Service holds once the request is over
         try:
+            kvalidate.defaults(res, new, old, self, sub)
             errs = kvalidate.validate(res, new, old, sub)
             if errs:
                 raise kerrors.invalid(res.group, res.kind, name, errs)
@@ -1059,6 +1059,18 @@ class Registry(object):
     def allocate_node_port(self):
         """A free port of the default --service-node-port-range 30000-32767."""
         return self._allocate(self._node_ports, self.node_port_range, "nodePort")
+
+    def claim_node_port(self, port):
+        """Takes the node port a Service asks for; the allocator's error
+        (None when taken)."""
+        rng = self.node_port_range
+        if port not in rng:
+            return ("provided port is not in the valid range. The range of valid ports "
+                    "is %d-%d" % (rng[0], rng[-1]))
+        if port in self._node_ports:
+            return "provided port is already allocated"
+        self._node_ports.add(port)
+        return None
 
     @staticmethod
     def _service_holds(svc):

@@ -6,6 +6,7 @@ import base64
 import ipaddress
 import re
 
+import kerrors
 from kerrors import (f_duplicate, f_forbidden, f_invalid, f_not_supported,
                      f_required, f_too_long, GoRepr)
 
@@ -880,8 +881,7 @@ def _drop_type_dependent(spec, ospec):
     """dropTypeDependentFields: what the old type allocated goes when the
     new type does not need it (unless the update changed it)."""
     t, ot = spec.get("type"), ospec.get("type")
-    node_ports = ("NodePort", "LoadBalancer")
-    if ot in node_ports and t not in node_ports:
+    if ot in NODE_PORT_TYPES and t not in NODE_PORT_TYPES:
         old_np = {(p.get("port"), p.get("protocol", "TCP")): p.get("nodePort")
                   for p in ospec.get("ports") or []}
         for p in spec.get("ports") or []:
@@ -896,7 +896,7 @@ def _drop_type_dependent(spec, ospec):
             spec.pop("allocateLoadBalancerNodePorts", None)
         if spec.get("loadBalancerClass") == ospec.get("loadBalancerClass"):
             spec.pop("loadBalancerClass", None)
-    if ot in node_ports and t not in node_ports and \
+    if ot in NODE_PORT_TYPES and t not in NODE_PORT_TYPES and \
             spec.get("externalTrafficPolicy") == ospec.get("externalTrafficPolicy"):
         spec.pop("externalTrafficPolicy", None)
 
@@ -968,6 +968,50 @@ def _service_cluster_ips(spec, ospec, old, registry):
     spec["clusterIP"] = ips[0] if ips else ""
 
 
+NODE_PORT_TYPES = ("NodePort", "LoadBalancer")
+
+
+def _service_node_ports(obj, spec, ospec, registry):
+    """The service REST's node ports for a NodePort or LoadBalancer Service:
+    a port that omits nodePort gets the stored Service's value back by port
+    name when no other port uses it (patchAllocatedValues); a port that names
+    one claims it unless the stored Service holds it already, a port given
+    to another Service or outside the range being 422 on that port's field;
+    then each port still without one gets a free one (unless
+    allocateLoadBalancerNodePorts is false). On an error the values this
+    Service does not hold are dropped from obj before raising, so that the
+    caller's release frees only what the request claimed."""
+    ports = spec.get("ports") or []
+    held = set()
+    if ospec.get("type") in NODE_PORT_TYPES:
+        oports = ospec.get("ports") or []
+        held = {p.get("nodePort") for p in oports} - {None, 0}
+        used = held & {p.get("nodePort") for p in ports}
+        by_name = {p.get("name", ""): p.get("nodePort") for p in oports}
+        for p in ports:
+            v = by_name.get(p.get("name", ""))
+            if not p.get("nodePort") and v and v not in used:
+                p["nodePort"] = v
+    claimed = set()
+    for i, p in enumerate(ports):
+        v = p.get("nodePort")
+        if not v or not registry or v in held or v in claimed:
+            continue
+        err = registry.claim_node_port(v)
+        if err:
+            for q in ports:
+                if q.get("nodePort") not in held | claimed:
+                    q.pop("nodePort", None)
+            raise kerrors.invalid("", "Service", (obj.get("metadata") or {}).get("name", ""),
+                                  [f_invalid("spec.ports[%d].nodePort" % i, v, err)])
+        claimed.add(v)
+    if spec.get("allocateLoadBalancerNodePorts", True) is False:
+        return
+    for p in ports:
+        if not p.get("nodePort"):
+            p["nodePort"] = registry.allocate_node_port() if registry else 30000
+
+
 def _service_defaults(obj, old, registry, sub=""):
     spec = obj.setdefault("spec", {})
     t = spec.setdefault("type", "ClusterIP")
@@ -982,26 +1026,28 @@ def _service_defaults(obj, old, registry, sub=""):
     if t != "ExternalName":
         _service_cluster_ips(spec, ospec, old, registry)
         spec.setdefault("internalTrafficPolicy", "Cluster")
-    old_ports = {(p.get("port"), p.get("protocol", "TCP")): p
-                 for p in ospec.get("ports") or []}
     for p in spec.get("ports") or []:
         p.setdefault("protocol", "TCP")
         if "targetPort" not in p or p["targetPort"] in (0, ""):
             p["targetPort"] = p.get("port")
-        if t in ("NodePort", "LoadBalancer") and not p.get("nodePort") and \
-                spec.get("allocateLoadBalancerNodePorts", True) is not False:
-            op = old_ports.get((p.get("port"), p["protocol"]))
-            p["nodePort"] = (op or {}).get("nodePort") or \
-                (registry.allocate_node_port() if registry else 30000)
-    if t in ("NodePort", "LoadBalancer"):
+    if t in NODE_PORT_TYPES:
+        _service_node_ports(obj, spec, ospec, registry)
         spec.setdefault("externalTrafficPolicy", "Cluster")
     # like the service REST's healthCheckNodePort allocation: a
     # LoadBalancer with externalTrafficPolicy Local gets one (kept across
-    # updates); one that stops needing it has it released and cleared
+    # updates), or claims the one it asks for; one that stops needing it
+    # has it released and cleared
     if t == "LoadBalancer" and spec.get("externalTrafficPolicy") == "Local":
-        if not spec.get("healthCheckNodePort"):
+        hc = spec.get("healthCheckNodePort")
+        if not hc:
             spec["healthCheckNodePort"] = ospec.get("healthCheckNodePort") or \
                 (registry.allocate_node_port() if registry else 30001)
+        elif registry and hc != ospec.get("healthCheckNodePort"):
+            err = registry.claim_node_port(hc)
+            if err:
+                del spec["healthCheckNodePort"]  # not this Service's: nothing to release
+                raise kerrors.internal("failed to allocate requested HealthCheck NodePort "
+                                       "%s: %s" % (hc, err))
     elif old is not None and sub != "status" and spec.get("healthCheckNodePort") and \
             spec.get("healthCheckNodePort") == ospec.get("healthCheckNodePort"):
         spec.pop("healthCheckNodePort")

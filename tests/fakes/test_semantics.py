@@ -989,3 +989,75 @@ def test_node_ports_freed_and_a_full_range_is_an_error(small_ports):
     assert code == 201, d
     assert {c["spec"]["ports"][0]["nodePort"], d["spec"]["ports"][0]["nodePort"]} == \
         {30000, 30001}
+
+
+def test_a_requested_node_port_is_claimed_or_refused(small_ports):
+    """A port that names its nodePort claims it, as the service REST does:
+    one another Service holds, or one outside the range, is a 422 on that
+    port's field and claims nothing (the other ports of the request
+    included); an update keeps what the Service holds, by port name when
+    the update omits it; a requested healthCheckNodePort is claimed too."""
+    admin = small_ports
+    base = "/api/v1/namespaces/default/services"
+
+    def svc(name, *node_ports, **spec):
+        ports = [{"name": "p%d" % i, "port": 80 + i} for i in range(len(node_ports))]
+        for p, np in zip(ports, node_ports):
+            if np:
+                p["nodePort"] = np
+        return admin.request("POST", base, {
+            "metadata": {"name": name},
+            "spec": dict({"type": "NodePort", "ports": ports}, **spec)})
+
+    code, _, a = svc("a", 30001)
+    assert code == 201, a
+    assert a["spec"]["ports"][0]["nodePort"] == 30001
+    code, _, body = svc("b", 30000, 30001)
+    assert code == 422, body
+    assert body["reason"] == "Invalid"
+    assert body["message"] == ('Service "b" is invalid: spec.ports[1].nodePort: '
+                               'Invalid value: 30001: provided port is already allocated')
+    assert body["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "spec.ports[1].nodePort",
+        "message": "Invalid value: 30001: provided port is already allocated"}]
+    code, _, body = svc("b", 31000)
+    assert code == 422, body
+    assert body["message"] == (
+        'Service "b" is invalid: spec.ports[0].nodePort: Invalid value: 31000: provided '
+        'port is not in the valid range. The range of valid ports is 30000-30001')
+    # the refused request claimed nothing: 30000 is free, and the range
+    # then full
+    code, _, b = svc("b", 30000)
+    assert code == 201, b
+    code, _, body = svc("c", 0)
+    assert code == 500, body
+    # an update that omits the nodePort keeps the held one, by name; one
+    # that names another Service's port is refused and changes nothing
+    code, _, body = admin.request("PUT", base + "/a", dict(a, spec=dict(
+        a["spec"], ports=[{"name": "p0", "port": 80}])))
+    assert code == 200, body
+    assert body["spec"]["ports"][0]["nodePort"] == 30001
+    code, _, body = admin.request("PATCH", base + "/a", {"spec": {"ports": [
+        {"name": "p0", "port": 80, "nodePort": 30000}]}}, ctype=MERGE)
+    assert code == 422, body
+    assert "spec.ports[0].nodePort: Invalid value: 30000: provided port is already " \
+        "allocated" in body["message"]
+    assert admin.request("GET", base + "/a")[2]["spec"]["ports"][0]["nodePort"] == 30001
+    # two ports of one Service may share a nodePort (TCP and UDP)
+    assert admin.request("DELETE", base + "/b")[0] == 200
+    code, _, body = admin.request("POST", base, {
+        "metadata": {"name": "dns"},
+        "spec": {"type": "NodePort", "ports": [
+            {"name": "tcp", "port": 53, "protocol": "TCP", "nodePort": 30000},
+            {"name": "udp", "port": 53, "protocol": "UDP", "nodePort": 30000}]}})
+    assert code == 201, body
+    # a requested healthCheckNodePort is claimed as the REST does: a 500
+    assert admin.request("DELETE", base + "/dns")[0] == 200
+    code, _, body = svc("lb", 30000, type="LoadBalancer", externalTrafficPolicy="Local",
+                        healthCheckNodePort=30001)
+    assert code == 500, body
+    assert body["message"] == ("Internal error occurred: failed to allocate requested "
+                               "HealthCheck NodePort 30001: provided port is already allocated")
+    # ... and claimed nothing: 30000 is still free
+    code, _, body = svc("e", 30000)
+    assert code == 201, body
