@@ -218,6 +218,14 @@ nodectl_label_op(json_object *ops, json_object *all, const struct kube_node *n,
 		    json_object_new_string(value));
 }
 
+/* nodectl_source is the provided-by annotation's value for m: its
+ * source, the cloud's API when the provider names none. */
+static const char *
+nodectl_source(const struct cloud_instance_metadata *m)
+{
+	return m->source[0] ? m->source : CLOUD_SOURCE_API;
+}
+
 json_object *
 nodectl_node_ops(const struct kube_node *n, const struct cloud_instance_metadata *m)
 {
@@ -246,7 +254,7 @@ nodectl_node_ops(const struct kube_node *n, const struct cloud_instance_metadata
 			json_object_put(all);
 	}
 	if (m != NULL) {
-		const char *src = m->source[0] ? m->source : CLOUD_SOURCE_API;
+		const char *src = nodectl_source(m);
 		const char *cur = kube_node_annotation(n, NODECTL_ANNOTATION_SOURCE);
 
 		if (n->nannotations == 0) {
@@ -613,7 +621,7 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 	if (mid_rv[0] != '\0')
 		nodectl_mark(c, n->name, (fresh ? fresh : n)->obj.resource_version, mid_rv);
 	{
-		const char *src = m->source[0] ? m->source : CLOUD_SOURCE_API;
+		const char *src = nodectl_source(m);
 		char msg[ERRBUF_MAX + 256];
 		int64_t age = n->creation_timestamp ?
 		    clock_real_ns() / NS_PER_S - n->creation_timestamp : -1;
