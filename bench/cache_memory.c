@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "allocator.h"
 #include "benchclock.h"
 #include "kube/node.h"
 #include "kube/store.h"
@@ -347,6 +348,9 @@ main(int argc, char **argv)
 
 	int dump = 0;
 
+#ifdef BOOTCCM_MIMALLOC
+	allocator_init();   /* linked with mimalloc: the shipped binary's options */
+#endif
 	for (int i = 1; i < argc; i += 2) {
 		if (strcmp(argv[i], "--dump") == 0) {
 			dump = 1;

@@ -33,13 +33,13 @@ if command -v musl-gcc >/dev/null 2>&1; then
 	# Makefile links bootccm
 	bench_musl_archive
 	# shellcheck disable=SC2086
-	musl-gcc -std=gnu11 -Os $WARN -D_GNU_SOURCE -Isrc -I"$BUILD/deps/include" -static \
-		-Wl,--gc-sections -o "$out/cache_memory-musl" "$MIMALLOC" \
+	musl-gcc -std=gnu11 -Os $WARN -D_GNU_SOURCE -DBOOTCCM_MIMALLOC -Isrc -I"$BUILD/deps/include" \
+		-static -Wl,--gc-sections -o "$out/cache_memory-musl" "$MIMALLOC" \
 		bench/cache_memory.c "$out/libbootccm-musl.a" -L"$BUILD/deps/lib" $LIBS
 	variants="musl"
 	if [ "$REFLECTOR" = 1 ]; then
 		# shellcheck disable=SC2086
-		musl-gcc -std=gnu11 -Os $WARN -D_GNU_SOURCE -DBENCH_REFLECTOR -DCURL_STATICLIB \
+		musl-gcc -std=gnu11 -Os $WARN -D_GNU_SOURCE -DBENCH_REFLECTOR -DBOOTCCM_MIMALLOC -DCURL_STATICLIB \
 			-Isrc -I"$BUILD/gen" -I"$BUILD/deps/include" -c bench/cache_memory.c \
 			-o "$out/cache_memory-reflector.o"
 		# shellcheck disable=SC2086

@@ -24,6 +24,7 @@
 
 #include <json-c/json.h>
 
+#include "allocator.h"
 #include "benchclock.h"
 #include "jsonx.h"
 #include "kube/client.h"
@@ -107,6 +108,9 @@ main(int argc, char **argv)
 	size_t len;
 	FILE *f;
 
+#ifdef BOOTCCM_MIMALLOC
+	allocator_init();   /* linked with mimalloc: the shipped binary's options */
+#endif
 	for (int i = 1; i < argc; i += 2) {
 		if (i + 1 >= argc)
 			jd_die("usage: json_decode [--file F] [--iterations N] [--step NAME]");

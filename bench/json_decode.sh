@@ -30,10 +30,10 @@ variants=""
 if command -v musl-gcc >/dev/null 2>&1; then
 	bench_musl_archive
 	for v in musl mallocng; do
-		alloc=""
-		[ "$v" = musl ] && alloc=$MIMALLOC
+		alloc="" def=""
+		[ "$v" = musl ] && alloc=$MIMALLOC def=-DBOOTCCM_MIMALLOC
 		# shellcheck disable=SC2086
-		musl-gcc -std=gnu11 -Os $WARN -D_GNU_SOURCE -Isrc -I"$BUILD/deps/include" -static \
+		musl-gcc -std=gnu11 -Os $WARN -D_GNU_SOURCE $def -Isrc -I"$BUILD/deps/include" -static \
 			-Wl,--gc-sections -o "$out/json_decode-$v" $alloc bench/json_decode.c \
 			"$out/libbootccm-musl.a" -L"$BUILD/deps/lib" $LIBS
 	done
