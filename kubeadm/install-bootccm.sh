@@ -440,10 +440,13 @@ keep_path() {
 	fi
 }
 
-# expect_path PATH: journal PATH, which a command other than this script is
-# about to create or replace (kubeadm), and its missing directories.
-expect_path() {
-	missing_dirs "$(dirname "$1")"
+# expect_paths DIR FILE...: journal DIR/FILE..., which a command other than
+# this script is about to create or replace (kubeadm), and the directories
+# on the way to DIR it may make.
+expect_paths() {
+	ep_dir=$1
+	shift
+	missing_dirs "$ep_dir"
 	old_ifs=$IFS
 	IFS=$nl
 	set -f
@@ -452,8 +455,10 @@ expect_path() {
 	done
 	set +f
 	IFS=$old_ifs
-	guard_dir "$(dirname "$1")"
-	keep_path "$1"
+	guard_dir "$ep_dir"
+	for f in "$@"; do
+		keep_path "$ep_dir/$f"
+	done
 }
 
 # write_file SRC DEST MODE: DEST becomes a copy of SRC with MODE, undoably:
@@ -663,7 +668,6 @@ is_bootccm() {
 # as /usr/local/bin/bootccm, and a manifest that runs the host's binary when
 # there is none.
 check_binary() {
-	check_target "$P_BIN"
 	if [ -z "$BINARY" ]; then
 		if [ "$MANIFEST" = hostbinary ] && [ ! -f "$P_BIN" ]; then
 			die "--manifest hostbinary runs $P_BIN, which is not installed: give --binary PATH"
@@ -675,6 +679,7 @@ check_binary() {
 	[ -x "$BINARY" ] || die "$BINARY is not executable: not a bootccm binary"
 	is_bootccm "$BINARY" ||
 		die "$BINARY is not a bootccm binary ('$BINARY --version' does not say bootccm)"
+	check_target "$P_BIN"
 }
 
 # swap_paths: stdin with the staging paths replaced by the ones the user
@@ -1209,8 +1214,7 @@ ensure_ca() {
 	warn "creating a new cluster CA: right only on the first control-plane node, before 'kubeadm init'"
 	changed "create the cluster CA: $*"
 	[ "$DRY_RUN" = 0 ] || return 0
-	expect_path "$P_PKI/ca.crt"
-	expect_path "$P_PKI/ca.key"
+	expect_paths "$P_PKI" ca.crt ca.key
 	"$@" || die "'$*' failed"
 	if [ ! -f "$P_PKI/ca.crt" ] || [ ! -f "$P_PKI/ca.key" ]; then
 		die "'$*' did not create $P_PKI/ca.crt and ca.key (certificatesDir in $KUBEADM_CONFIG?)"
@@ -1307,7 +1311,8 @@ KC_ACTION=   # keep, new, create (after the CA), unknown (no tools, dry run)
 KC_VALIDATE= # the kubeconfig --validate is given ("": one without credentials)
 check_kubeconfig() {
 	check_target "$P_KUBECONFIG"
-	check_target "$P_KUBECONFIG.old"
+	# replacing it keeps the present one as .old
+	[ ! -f "$P_KUBECONFIG" ] || check_target "$P_KUBECONFIG.old"
 	if [ "$CA_STATE" = create ]; then
 		KC_ACTION=create
 		if [ "$DRY_RUN" = 0 ]; then
@@ -1620,8 +1625,6 @@ check_kubeconfig
 validate_command
 check_image
 check_rbac
-check_dir "$P_CLOUD_DIR"
-check_dir "$P_MANIFESTS"
 # The changes: a failure from here to commit_changes puts everything back.
 [ "$DRY_RUN" = 1 ] || begin_changes
 ensure_image

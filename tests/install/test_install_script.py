@@ -754,16 +754,38 @@ mkdir -p "$6"
     assert r.stat().st_mtime_ns == mtime
 
 
-def test_a_kubeadm_that_fails_halfway_leaves_nothing(tmp_path, bootccm_binary):
+# kubeadm stand-ins stopping halfway: failing after one file, and the
+# script getting SIGTERM (from its parent, the way systemd would stop it)
+# after both.
+KUBEADM_FAILS = '#!/bin/sh\nmkdir -p "$6"\necho half >"$6/ca.crt"\nexit 1\n'
+KUBEADM_SIGNALLED = ('#!/bin/sh\nmkdir -p "$6"\necho ca >"$6/ca.crt"\necho key >"$6/ca.key"\n'
+                     'kill -TERM $PPID\n')
+
+
+@pytest.mark.parametrize("kubeadm, status, message", [
+    (KUBEADM_FAILS, 1, "kubeadm init phase certs ca --cert-dir"),
+    (KUBEADM_SIGNALLED, 143, "putting back what was there before"),
+])
+def test_a_kubeadm_stopped_halfway_leaves_nothing(tmp_path, bootccm_binary, kubeadm, status,
+                                                  message):
     r = tmp_path / "r"
     r.mkdir()
-    kubeadm = '#!/bin/sh\nmkdir -p "$6"\necho half >"$6/ca.crt"\nexit 1\n'
     proc = install(r, "--binary", bootccm_binary.path, "--no-wait", check=False,
                    env=minimal_path(tmp_path, {"kubeadm": kubeadm}))
-    assert proc.returncode == 1
-    assert "kubeadm init phase certs ca --cert-dir" in proc.stderr and "failed" in proc.stderr
+    assert proc.returncode == status, proc.stderr
+    assert message in proc.stderr
     assert f"rollback: removed {r}/etc/kubernetes/pki/ca.crt" in proc.stderr
+    assert "rollback: done: every file is as it was before this run" in proc.stderr
     assert list(r.iterdir()) == []
+
+
+def test_a_target_in_the_way_is_refused_before_any_change(root, bootccm_binary):
+    (root / MANIFEST).mkdir(parents=True)
+    before = full_snapshot(root)
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", check=False)
+    assert proc.returncode == 1
+    assert f"{root}/{MANIFEST} is in the way: it is not a regular file" in proc.stderr
+    assert full_snapshot(root) == before
 
 
 def test_a_failing_image_import_changes_no_file(installed, bootccm_binary, tmp_path):
