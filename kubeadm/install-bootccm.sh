@@ -1389,8 +1389,13 @@ ensure_kubeconfig() {
 # itself (the static provider's inventory, hcloud's tokenFile) resolve as
 # they will once it is installed, not beside its source. CC_SHOWN is the
 # path messages name.
+CLOUD_CONFIG_MAX=1048576 # bytes: bootccm's own cap (CLOUDCONFIG_FILE_MAX)
 check_cloud_config() {
-	[ -z "$CLOUD_CONFIG" ] || need_file "$CLOUD_CONFIG" "cloud config"
+	if [ -n "$CLOUD_CONFIG" ]; then
+		need_file "$CLOUD_CONFIG" "cloud config"
+		[ "$(stat -L -c %s "$CLOUD_CONFIG")" -le "$CLOUD_CONFIG_MAX" ] ||
+			die "cloud config $CLOUD_CONFIG is larger than $CLOUD_CONFIG_MAX bytes, which bootccm refuses"
+	fi
 	check_target "$P_CLOUD_CONFIG"
 	mkdir "$WORK/cc"
 	CC_STAGED=$WORK/cc/cloud-config.yaml

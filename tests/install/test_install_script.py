@@ -361,6 +361,8 @@ def test_ca_without_its_key(tmp_path, bootccm_binary):
     (["--extra-arg", "cluster-cidr=x"], "must be a flag starting with --"),
     (["--image", "bad image"], "is not an image reference"),
     (["--cloud-config", "/nonexistent/cc.yaml"], "cloud config not found: /nonexistent/cc.yaml"),
+    (["--cloud-config", "/dev/null"], "cloud config /dev/null is not a regular file"),
+    (["--cloud-config", "/"], "cloud config / is not a regular file"),
 ])
 def test_bad_options_are_clear_errors(root, bootccm_binary, args, message):
     proc = install(root, "--binary", bootccm_binary.path, "--no-wait", *args, check=False)
@@ -777,6 +779,18 @@ def test_a_kubeadm_stopped_halfway_leaves_nothing(tmp_path, bootccm_binary, kube
     assert f"rollback: removed {r}/etc/kubernetes/pki/ca.crt" in proc.stderr
     assert "rollback: done: every file is as it was before this run" in proc.stderr
     assert list(r.iterdir()) == []
+
+
+def test_a_cloud_config_bootccm_would_refuse_for_its_size_changes_nothing(root, bootccm_binary,
+                                                                          tmp_path):
+    cc = tmp_path / "cc.yaml"
+    cc.write_text("# " + "x" * (1 << 20) + "\n{}\n")
+    before = full_snapshot(root)
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", "--cloud-config", cc,
+                   check=False)
+    assert proc.returncode == 1
+    assert f"cloud config {cc} is larger than 1048576 bytes" in proc.stderr
+    assert full_snapshot(root) == before
 
 
 def test_a_target_in_the_way_is_refused_before_any_change(root, bootccm_binary):
