@@ -46,24 +46,51 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	/* like bootccm --validate: an unknown flag or a broken cloud config
-	 * exits 2 */
+	 * exits 2; with --cloud-provider=static, so does an "inventory:" that
+	 * cannot be opened, a relative one resolved against the cloud config's
+	 * directory */
 	if (argc > 1 && strcmp(argv[1], "--validate") == 0) {
+		int is_static = 0;
+		for (int i = 2; i < argc; i++)
+			if (strcmp(argv[i], "--cloud-provider=static") == 0)
+				is_static = 1;
 		for (int i = 2; i < argc; i++) {
-			char line[256];
-			FILE *f;
+			char line[256], path[4096];
+			const char *cc = argv[i] + 15, *v, *slash;
+			FILE *f, *inv;
+			int n;
 			if (strncmp(argv[i], "--bogus", 7) == 0) {
 				fprintf(stderr, "bootccm: unknown flag: %%s\n", argv[i]);
 				return 2;
 			}
 			if (strncmp(argv[i], "--cloud-config=", 15) != 0 ||
-			    (f = fopen(argv[i] + 15, "r")) == NULL)
+			    (f = fopen(cc, "r")) == NULL)
 				continue;
-			while (fgets(line, sizeof(line), f))
+			while (fgets(line, sizeof(line), f)) {
 				if (strstr(line, "broken")) {
-					fprintf(stderr, "bootccm: --validate: %%s:1:1: broken\n",
-					    argv[i] + 15);
+					fprintf(stderr, "bootccm: --validate: %%s:1:1: broken\n", cc);
 					return 2;
 				}
+				v = line + strspn(line, " ");
+				if (!is_static || strncmp(v, "inventory:", 10) != 0)
+					continue;
+				v += 10 + strspn(v + 10, " ");
+				n = (int)strcspn(v, " \n");
+				if (n == 0)
+					continue;
+				slash = strrchr(cc, '/');
+				if (v[0] == '/' || slash == NULL)
+					snprintf(path, sizeof(path), "%%.*s", n, v);
+				else
+					snprintf(path, sizeof(path), "%%.*s/%%.*s", (int)(slash - cc), cc,
+					    n, v);
+				if ((inv = fopen(path, "r")) == NULL) {
+					fprintf(stderr, "bootccm: --validate: --cloud-provider static: %%s: "
+					    "static.inventory: %%s: No such file or directory\n", cc, path);
+					return 2;
+				}
+				fclose(inv);
+			}
 			fclose(f);
 		}
 		puts("valid: stand-in");
@@ -72,9 +99,9 @@ int main(int argc, char **argv)
 	/* like bootccm: an unknown --cloud-provider exits 2 naming the known */
 	if (argc > 2 && strcmp(argv[1], "check-kubeconfig") == 0 &&
 	    strncmp(argv[2], "--cloud-provider=", 17) == 0 &&
-	    strcmp(argv[2] + 17, "metadata") != 0) {
+	    strcmp(argv[2] + 17, "metadata") != 0 && strcmp(argv[2] + 17, "static") != 0) {
 		fprintf(stderr, "bootccm: --cloud-provider \"%%s\": unknown provider; "
-		    "known: metadata\n", argv[2] + 17);
+		    "known: metadata, static\n", argv[2] + 17);
 		return 2;
 	}
 	if (argc > 2 && strcmp(argv[1], "metadata") == 0 &&

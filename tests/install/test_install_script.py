@@ -6,11 +6,12 @@ import base64
 import os
 import shutil
 import subprocess
+import tarfile
 
 import pytest
 import yaml
 
-from helpers import (CCM_USER, INSTALL, STATIC_POD, load_yaml_docs, make_ca, mode,
+from helpers import (CCM_USER, INSTALL, KUBEADM, STATIC_POD, load_yaml_docs, make_ca, mode,
                      require_tool, run, snapshot, validate_k8s)
 
 KUBECONFIG = "etc/kubernetes/cloud-controller-manager.conf"
@@ -22,7 +23,7 @@ BINARY = "usr/local/bin/bootccm"
 # PATH of only these.
 SCRIPT_TOOLS = ("sh", "dirname", "basename", "pwd", "mktemp", "rm", "cat", "awk", "tr",
                 "stat", "cmp", "cp", "chmod", "mv", "mkdir", "base64", "openssl", "grep",
-                "date", "sleep", "rmdir")
+                "date", "sleep", "rmdir", "ln", "touch", "dd", "head")
 
 
 def install(root, *args, check=True, env=None):
@@ -37,11 +38,15 @@ def minimal_path(tmp_path, extra=None):
     """A PATH holding only SCRIPT_TOOLS, plus EXTRA {name: script text}."""
     d = tmp_path / "bin"
     d.mkdir(exist_ok=True)
+    extra = extra or {}
     for t in SCRIPT_TOOLS:
         src = require_tool(t, "coreutils" if t != "openssl" else "openssl")
-        if not (d / t).exists():
+        # a stand-in replaces the tool: never write through the link
+        if t not in extra and not (d / t).exists():
             (d / t).symlink_to(src)
-    for name, text in (extra or {}).items():
+    for name, text in extra.items():
+        if (d / name).is_symlink():
+            (d / name).unlink()
         (d / name).write_text(text)
         (d / name).chmod(0o755)
     return dict(os.environ, PATH=str(d))
@@ -356,6 +361,8 @@ def test_ca_without_its_key(tmp_path, bootccm_binary):
     (["--extra-arg", "cluster-cidr=x"], "must be a flag starting with --"),
     (["--image", "bad image"], "is not an image reference"),
     (["--cloud-config", "/nonexistent/cc.yaml"], "cloud config not found: /nonexistent/cc.yaml"),
+    (["--cloud-config", "/dev/null"], "cloud config /dev/null is not a regular file"),
+    (["--cloud-config", "/"], "cloud config / is not a regular file"),
 ])
 def test_bad_options_are_clear_errors(root, bootccm_binary, args, message):
     proc = install(root, "--binary", bootccm_binary.path, "--no-wait", *args, check=False)
@@ -621,3 +628,316 @@ def test_uninstall_keeps_a_binary_that_is_not_bootccm(root):
     proc = install(root, "--uninstall", "--no-wait")
     assert f"kept: {b} is not a bootccm binary" in proc.stdout
     assert b.exists()
+
+
+# --- every check before the first change; a failure halfway puts everything back --
+
+def full_snapshot(root):
+    """snapshot() and each entry's owner: what a rollback must restore."""
+    snap = snapshot(root)
+    return {k: (v, os.lstat(os.path.join(root, k)).st_uid, os.lstat(os.path.join(root, k)).st_gid)
+            for k, v in snap.items()}
+
+
+def tar_archive(path):
+    """A small tar file standing for scripts/make-image.sh's output."""
+    member = path.parent / "index.json"
+    member.write_text("{}\n")
+    with tarfile.open(path, "w") as t:
+        t.add(member, arcname="index.json")
+    return path
+
+
+@pytest.fixture
+def installed(root, bootccm_binary, tmp_path):
+    """ROOT with bootccm installed, its cloud config owned by another user
+    with an unusual mode: what a rollback must bring back exactly."""
+    cc = tmp_path / "cc-first.yaml"
+    cc.write_text("metadata:\n  endpoint: http://169.254.169.254\n")
+    install_ok(root, bootccm_binary, "--cloud-config", cc)
+    os.chown(root / CLOUD_CONFIG, 1234, 4321)
+    os.chmod(root / CLOUD_CONFIG, 0o640)
+    return root
+
+
+@pytest.mark.parametrize("kind", ["missing", "directory", "fifo", "empty"])
+def test_a_bad_image_archive_changes_nothing(installed, bootccm_binary, tmp_path, kind):
+    archive = tmp_path / "img.tar"
+    if kind == "directory":
+        archive.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(archive)
+    elif kind == "empty":
+        archive.write_bytes(b"")
+    log = tmp_path / "ctr.log"
+    ctr = f'#!/bin/sh\nprintf "%s\\n" "$*" >>{log}\n'
+    cc = tmp_path / "cc-second.yaml"
+    cc.write_text("metadata:\n  endpoint: http://169.254.169.254:8080\n")
+    before = full_snapshot(installed)
+    # every file would change: a new port (a new kubeconfig), cloud config, image
+    proc = install(installed, "--binary", bootccm_binary.path, "--no-wait", "--bind-port", "7443",
+                   "--cloud-config", cc, "--image", "bootccm:v1.2.3", "--image-archive", archive,
+                   env=minimal_path(tmp_path, {"ctr": ctr}), check=False)
+    assert proc.returncode == 1, proc.stdout
+    assert str(archive) in proc.stderr and "image archive" in proc.stderr, proc.stderr
+    assert full_snapshot(installed) == before
+    assert not log.exists(), "ctr was run"
+    assert proc.stdout.count("install-bootccm.sh: ") == 1, proc.stdout  # "installing under"
+
+
+REAL_MV = shutil.which("mv")
+REAL_CP = shutil.which("cp")
+
+# Stand-ins for the tools the script changes files with, failing once on one
+# file the way a full disk or an I/O error would.
+FAILING_MV = f"""#!/bin/sh
+for last; do :; done
+case $last in
+*/manifests/bootccm.yaml)
+  if [ ! -e "$0.failed" ]; then
+    : >"$0.failed"
+    echo "mv: cannot move to '$last': Input/output error" >&2
+    exit 1
+  fi ;;
+esac
+exec {REAL_MV} "$@"
+"""
+FAILING_CP = f"""#!/bin/sh
+for last; do :; done
+case $last in
+*/.bootccm.tmp.*)
+  head -c 1000 "$1" >"$last"
+  echo "cp: error writing '$last': No space left on device" >&2
+  exit 1 ;;
+esac
+exec {REAL_CP} "$@"
+"""
+
+
+@pytest.mark.parametrize("tool, text", [("mv", FAILING_MV), ("cp", FAILING_CP)])
+def test_a_failure_halfway_restores_every_file(installed, two_providers, tmp_path, tool, text):
+    cc = tmp_path / "cc-second.yaml"
+    cc.write_text("metadata:\n  endpoint: http://169.254.169.254:8080\n")
+    before = full_snapshot(installed)
+    # a new kubeconfig (and .old), cloud config, binary and manifest
+    proc = install(installed, "--binary", two_providers, "--no-wait", "--bind-port", "7443",
+                   "--cloud-config", cc, env=minimal_path(tmp_path, {tool: text}), check=False)
+    assert proc.returncode != 0, proc.stdout
+    err = proc.stderr
+    assert "putting back what was there before" in err, err
+    assert f"rollback: restored {installed}/{KUBECONFIG} (its previous contents" in err
+    assert f"rollback: removed {installed}/{KUBECONFIG}.old (it did not exist before)" in err
+    assert f"rollback: restored {installed}/{CLOUD_CONFIG}" in err
+    assert "rollback: done: every file is as it was before this run" in err, err
+    assert full_snapshot(installed) == before
+    assert "done:" not in proc.stdout
+
+
+def test_a_failure_halfway_on_a_new_node_leaves_it_empty(tmp_path, bootccm_binary):
+    """Everything this run made goes, the CA kubeadm made and the directories
+    included, and the root is left as it was."""
+    r = tmp_path / "r"
+    r.mkdir()
+    openssl_path = require_tool("openssl", "openssl")
+    kubeadm = f"""#!/bin/sh
+mkdir -p "$6"
+{openssl_path} req -x509 -newkey rsa:2048 -nodes -keyout "$6/ca.key" -out "$6/ca.crt" \\
+  -days 3650 -subj /CN=kubernetes -addext basicConstraints=critical,CA:TRUE \\
+  -addext keyUsage=critical,keyCertSign,digitalSignature 2>/dev/null
+"""
+    before = full_snapshot(tmp_path / "r")
+    mtime = r.stat().st_mtime_ns
+    proc = install(r, "--binary", bootccm_binary.path, "--no-wait", check=False,
+                   env=minimal_path(tmp_path, {"kubeadm": kubeadm, "mv": FAILING_MV}))
+    assert proc.returncode != 0
+    assert f"rollback: removed {r}/etc/kubernetes/pki/ca.key (it did not exist before)" in proc.stderr
+    assert f"rollback: removed directory {r}/etc (it did not exist before)" in proc.stderr
+    assert full_snapshot(r) == before == {}
+    assert r.stat().st_mtime_ns == mtime
+
+
+# kubeadm stand-ins stopping halfway: failing after one file, and the
+# script getting SIGTERM (from its parent, the way systemd would stop it)
+# after both.
+KUBEADM_FAILS = '#!/bin/sh\nmkdir -p "$6"\necho half >"$6/ca.crt"\nexit 1\n'
+KUBEADM_SIGNALLED = ('#!/bin/sh\nmkdir -p "$6"\necho ca >"$6/ca.crt"\necho key >"$6/ca.key"\n'
+                     'kill -TERM $PPID\n')
+
+
+@pytest.mark.parametrize("kubeadm, status, message", [
+    (KUBEADM_FAILS, 1, "kubeadm init phase certs ca --cert-dir"),
+    (KUBEADM_SIGNALLED, 143, "putting back what was there before"),
+])
+def test_a_kubeadm_stopped_halfway_leaves_nothing(tmp_path, bootccm_binary, kubeadm, status,
+                                                  message):
+    r = tmp_path / "r"
+    r.mkdir()
+    proc = install(r, "--binary", bootccm_binary.path, "--no-wait", check=False,
+                   env=minimal_path(tmp_path, {"kubeadm": kubeadm}))
+    assert proc.returncode == status, proc.stderr
+    assert message in proc.stderr
+    assert f"rollback: removed {r}/etc/kubernetes/pki/ca.crt" in proc.stderr
+    assert "rollback: done: every file is as it was before this run" in proc.stderr
+    assert list(r.iterdir()) == []
+
+
+def test_a_cloud_config_bootccm_would_refuse_for_its_size_changes_nothing(root, bootccm_binary,
+                                                                          tmp_path):
+    cc = tmp_path / "cc.yaml"
+    cc.write_text("# " + "x" * (1 << 20) + "\n{}\n")
+    before = full_snapshot(root)
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", "--cloud-config", cc,
+                   check=False)
+    assert proc.returncode == 1
+    assert f"cloud config {cc} is larger than 1048576 bytes" in proc.stderr
+    assert full_snapshot(root) == before
+
+
+def test_a_target_in_the_way_is_refused_before_any_change(root, bootccm_binary):
+    (root / MANIFEST).mkdir(parents=True)
+    before = full_snapshot(root)
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", check=False)
+    assert proc.returncode == 1
+    assert f"{root}/{MANIFEST} is in the way: it is not a regular file" in proc.stderr
+    assert full_snapshot(root) == before
+
+
+def test_a_failing_image_import_changes_no_file(installed, bootccm_binary, tmp_path):
+    archive = tar_archive(tmp_path / "img.tar")
+    ctr = "#!/bin/sh\ncase \"$*\" in *'images import'*) echo 'ctr: broken archive' >&2; exit 1 ;; esac\n"
+    before = full_snapshot(installed)
+    proc = install(installed, "--binary", bootccm_binary.path, "--no-wait", "--bind-port", "7443",
+                   "--image", "bootccm:v1.2.3", "--image-archive", archive,
+                   env=minimal_path(tmp_path, {"ctr": ctr}), check=False)
+    assert proc.returncode == 1
+    assert f"ctr -n k8s.io images import {archive} failed" in proc.stderr
+    assert full_snapshot(installed) == before
+
+
+@pytest.mark.parametrize("option, value", [
+    ("--cert-days", "99999999999999999999"),
+    ("--cert-days", "18446744073709551617"),
+    ("--cert-days", "0"),
+    ("--cert-days", "36501"),
+    ("--cert-days", "-1"),
+    ("--cert-days", "0365"),
+    ("--cert-days", "+5"),
+    ("--bind-port", "18446744073709551617"),
+    ("--bind-port", "65536"),
+    ("--wait-timeout", "99999999999999999999"),
+    ("--wait-timeout", "86401"),
+])
+def test_numbers_are_parsed_with_bounds_before_any_change(installed, bootccm_binary, option, value):
+    before = full_snapshot(installed)
+    proc = install(installed, "--binary", bootccm_binary.path, "--no-wait", option, value,
+                   check=False)
+    assert proc.returncode == 1
+    assert f"{option} must be" in proc.stderr and f"not '{value}'" in proc.stderr, proc.stderr
+    assert full_snapshot(installed) == before
+
+
+def test_the_largest_numbers_are_accepted(root, bootccm_binary):
+    install_ok(root, bootccm_binary, "--cert-days", "36500", "--bind-port", "65535",
+               "--wait-timeout", "86400")
+    cert = base64.b64decode(kubeconfig_parts(root)[2]["client-certificate-data"])
+    (root.parent / "c.crt").write_bytes(cert)
+    openssl("x509", "-noout", "-checkend", str(36000 * 86400), "-in", root.parent / "c.crt")
+
+
+@pytest.mark.parametrize("where", ["beside the source", "where it is installed"])
+def test_a_relative_inventory_is_checked_where_it_will_be_installed(root, bootccm_binary,
+                                                                    tmp_path, where):
+    """The static provider reads a relative inventory from the cloud
+    config's directory: once installed, /etc/kubernetes/bootccm (which the
+    pod mounts), not the directory the cloud config was copied from."""
+    src = tmp_path / "src"
+    src.mkdir()
+    cc = src / "cc.yaml"
+    cc.write_text("static:\n  inventory: inventory.yaml\n")
+    installed_dir = root / "etc/kubernetes/bootccm"
+    if where == "beside the source":
+        (src / "inventory.yaml").write_text("instances: []\n")
+    else:
+        installed_dir.mkdir(parents=True, mode=0o700)
+        (installed_dir / "inventory.yaml").write_text("instances: []\n")
+    before = full_snapshot(root)
+    proc = install(root, "--binary", bootccm_binary.path, "--no-wait", "--cloud-provider", "static",
+                   "--cloud-config", cc, check=False)
+    if where == "beside the source":
+        assert proc.returncode == 1, proc.stdout
+        assert "bootccm refuses the command line the manifest would run" in proc.stderr
+        assert f"{installed_dir}/inventory.yaml" in proc.stderr, proc.stderr
+        assert str(cc) in proc.stderr, proc.stderr
+        assert full_snapshot(root) == before
+    else:
+        assert proc.returncode == 0, proc.stderr
+        assert (root / CLOUD_CONFIG).read_text() == cc.read_text()
+        assert "- --cloud-provider=static\n" in (root / MANIFEST).read_text()
+
+
+@pytest.mark.parametrize("flags, message", [
+    ("--node-ip=999.1.1.1", "--node-ip=999.1.1.1: '999.1.1.1' is not an IPv4 or IPv6 address"),
+    ("--node-ip=10.0.0.256", "'10.0.0.256' is not an IPv4 or IPv6 address"),
+    ("--node-ip=10.0.0", "'10.0.0' is not an IPv4 or IPv6 address"),
+    ("--node-ip=010.0.0.5", "'010.0.0.5' is not an IPv4 or IPv6 address"),
+    ("--node-ip=2001:db8:::1", "'2001:db8:::1' is not an IPv4 or IPv6 address"),
+    ("--node-ip=2001:db8::1::2", "'2001:db8::1::2' is not an IPv4 or IPv6 address"),
+    ("--node-ip=2001:db8::g1", "'2001:db8::g1' is not an IPv4 or IPv6 address"),
+    ("--node-ip=1:2:3:4:5:6:7:8:9", "is not an IPv4 or IPv6 address"),
+    ("--node-ip=1::2:3:4:5:6:7:8", "is not an IPv4 or IPv6 address"),
+    ("--node-ip=fe80::1%eth0", "is not an IPv4 or IPv6 address"),
+    ("--node-ip=::ffff:1.2.3.999", "is not an IPv4 or IPv6 address"),
+    ("--node-ip=127.0.0.1", "is a loopback address"),
+    ("--node-ip=0:0:0:0:0:0:0:1", "is a loopback address"),
+    ("--node-ip=fe80::1", "is a link-local address"),
+    ("--node-ip=169.254.1.1", "is a link-local address"),
+    ("--node-ip=ff02::1", "is a multicast address"),
+    ("--node-ip=10.0.0.5,10.0.0.6", "at most one IPv4 and one IPv6 address"),
+    ("--node-ip=10.0.0.5,", "an empty element"),
+    ("--node-labels=example.com/a=b,example.com/a=c", "label 'example.com/a' given twice"),
+    ("--node-labels=Example.com/pool=gpu", "the prefix is not a DNS subdomain"),
+    ("--node-labels=example.com/-pool=gpu", "the name is not 1 to 63"),
+    ("--node-labels=pool=gpu!", "the value 'gpu!' is not"),
+    ("--node-labels=pool=" + "a" * 64, "is not at most 63"),
+    ("--node-labels=pool", "'pool' is not key=value"),
+    ("--node-labels=node-role.kubernetes.io/control-plane=",
+     "not one a kubelet may set on itself"),
+    ("--provider-id=i-0abc", "'i-0abc' is not scheme://id"),
+    ("--provider-id=aws:///eu-west-1a/i-*", "a glob character"),
+    ("--provider-id=aws:///zone/i-0abc --provider-id=aws:///zone/i-0def", "given twice"),
+])
+def test_kubelet_flags_are_checked_before_rendering(tmp_path, flags, message):
+    out = tmp_path / "out" / "join.yaml"
+    env = dict(os.environ, KUBEADM_TOKEN="abcdef.0123456789abcdef",
+               KUBEADM_CA_CERT_HASH="sha256:" + "ab" * 32,
+               CONTROL_PLANE_ENDPOINT="k8s-api.example.internal:6443")
+    proc = run(["sh", INSTALL, "--render-kubeadm-config", KUBEADM / "join-worker.yaml", out,
+                "--kubelet-flags", flags], env=env, check=False)
+    assert proc.returncode == 1
+    assert f"error: --kubelet-flags: {flags.split()[-1].split('=')[0]}" in proc.stderr, proc.stderr
+    assert message in proc.stderr, proc.stderr
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("flags", [
+    "--node-ip=10.0.0.5,2001:db8::5",
+    "--node-ip=2001:DB8:0:0:0:0:2:1",
+    "--node-ip=1:2:3:4:5:6:7::",
+    "--node-ip=::ffff:192.0.2.1",
+    "--node-ip=1:2:3:4:5:6:192.0.2.1",
+    "--node-ip=0.0.0.0",
+    "--node-ip=::",
+    "--node-labels=topology.kubernetes.io/zone=eu-west-1a,example.com/pool=gpu,"
+    "kubelet.kubernetes.io/x=,x.node.kubernetes.io/y=z,kubernetes.io/os=linux",
+    "--provider-id=azure:///subscriptions/s/resourceGroups/rg/providers/"
+    "Microsoft.Compute/virtualMachines/vm-1",
+    "--provider-id=static://worker-1",
+])
+def test_good_kubelet_flags_are_rendered(tmp_path, flags):
+    out = tmp_path / "join.yaml"
+    env = dict(os.environ, KUBEADM_TOKEN="abcdef.0123456789abcdef",
+               KUBEADM_CA_CERT_HASH="sha256:" + "ab" * 32,
+               CONTROL_PLANE_ENDPOINT="k8s-api.example.internal:6443")
+    run(["sh", INSTALL, "--render-kubeadm-config", KUBEADM / "join-worker.yaml", out,
+         "--kubelet-flags", flags], env=env)
+    assert flags.split("=", 1)[1] in out.read_text()
