@@ -725,15 +725,47 @@ daemon_health_check(struct daemon *d, struct daemon_health *h)
 	    "Cloud provider %s: %s", d->provider->name, e.msg);
 }
 
-/* daemon_watch_health asks the provider for its health until stopped. */
+/* daemon_credentials_check asks the provider whether its credentials
+ * changed since *gen and, when they did, has the controllers retry at once
+ * what waits on a failure: a node refused for the old token does not sit
+ * out its backoff once the new one is in place. */
 static void
-daemon_watch_health(struct daemon *d)
+daemon_credentials_check(struct daemon *d, uint64_t *gen)
+{
+	uint64_t now;
+
+	if (d->provider == NULL || d->provider->credentials == NULL)
+		return;
+	now = d->provider->credentials(d->provider_state);
+	if (now == *gen)
+		return;
+	*gen = now;
+	log_info(0, "The cloud provider's credentials changed: retrying what failed",
+	    "provider", d->provider->name, NULL);
+	nodectl_retry_now(d->nodectl);
+	servicectl_retry_now(d->servicectl);
+	routectl_retry_now(d->routectl);
+}
+
+/* daemon_watch_provider asks the provider for its health and its
+ * credentials until stopped. */
+static void
+daemon_watch_provider(struct daemon *d)
 {
 	struct daemon_health h = { 0, "", 0 };
+	uint64_t gen = 0;
+	int64_t next_health = 0;
 
-	do
-		daemon_health_check(d, &h);
-	while (!stop_sleep(&daemon_stop, DAEMON_HEALTH_POLL_NS));
+	if (d->provider != NULL && d->provider->credentials != NULL)
+		gen = d->provider->credentials(d->provider_state);
+	do {
+		int64_t now = clock_mono_ns();
+		if (now >= next_health) {
+			daemon_health_check(d, &h);
+			next_health = now + DAEMON_HEALTH_POLL_NS;
+		}
+		daemon_credentials_check(d, &gen);
+	} while (!stop_sleep(&daemon_stop, CLOUD_CREDENTIALS_POLL_NS));
 }
 
 int
@@ -820,7 +852,7 @@ daemon_run(const struct options *o)
 	} else {
 		daemon_started_leading(&d);
 	}
-	daemon_watch_health(&d);
+	daemon_watch_provider(&d);
 stop:
 	log_info(0, "Stopping on signal", NULL);
 	/* the Lease first: a successor takes over at once, and the shared

@@ -54,6 +54,9 @@ struct hcclient {
 	int token_have_st;
 	char token_err[ERRBUF_MAX];       /* why there is none */
 	int token_refused;                /* the last answer was 401 */
+	uint64_t token_gen;               /* counts the tokens put in force that
+	                                     differ from the one before (or
+	                                     follow none) */
 
 	pthread_mutex_t pool_mu;          /* idle http clients */
 	struct http_client **pool;
@@ -306,6 +309,9 @@ hcclient_token_load(struct hcclient *c)
 			    "printable characters", c->token_file);
 			goto drop;
 		}
+	if (c->token == NULL || strlen(c->token) != b - a ||
+	    memcmp(c->token, buf + a, b - a) != 0)
+		c->token_gen++;
 	if (c->token != NULL) {
 		explicit_bzero(c->token, strlen(c->token));
 		free(c->token);
@@ -345,6 +351,18 @@ hcclient_token_get(struct hcclient *c, char **ret, struct errbuf *e)
 		*ret = xstrdup(c->token);
 	pthread_mutex_unlock(&c->token_mu);
 	return r;
+}
+
+uint64_t
+hcclient_token_generation(struct hcclient *c)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&c->token_mu);
+	hcclient_token_load(c);
+	gen = c->token_gen;
+	pthread_mutex_unlock(&c->token_mu);
+	return gen;
 }
 
 int

@@ -347,6 +347,46 @@ TEST(token_file_read_redacted_and_rotated)
 	tok_done(&t);
 }
 
+/* The credentials' generation: it moves when a different token is read,
+ * whether the file is replaced by a rename or written in place (same size,
+ * same inode), and only then; it needs no request to notice. */
+TEST(token_generation_tells_a_changed_token)
+{
+	struct srv s;
+	struct tokdir t;
+	struct hcclient *c;
+	uint64_t g0, g1, g2;
+	FILE *f;
+
+	CHECK(tok_init(&t) == 0);
+	CHECK(srv_start(&s, ok_handler, NULL) == 0);
+	CHECK((c = client_for(&s, &t)) != NULL);
+	g0 = hcclient_token_generation(c);
+	CHECK(hcclient_token_generation(c) == g0);      /* no file: no change */
+	tok_write(&t, "tok-AAAA-wrong\n");
+	CHECK((g1 = hcclient_token_generation(c)) != g0);
+	CHECK(hcclient_token_generation(c) == g1);
+	/* the same token written again (a rename, or whitespace only) */
+	tok_write(&t, "tok-AAAA-wrong");
+	CHECK(hcclient_token_generation(c) == g1);
+	/* written in place: same inode, same size */
+	CHECK((f = fopen(t.path, "r+")) != NULL);
+	fputs("tok-BBBB-right", f);
+	fclose(f);
+	CHECK((g2 = hcclient_token_generation(c)) != g1);
+	/* gone: no token to retry with; back: one in force again, retry */
+	unlink(t.path);
+	CHECK(hcclient_token_generation(c) == g2);
+	tok_write(&t, "tok-BBBB-right\n");
+	CHECK((g1 = hcclient_token_generation(c)) != g2);
+	tok_write(&t, "tok-CCCC-third\n");
+	CHECK(hcclient_token_generation(c) != g1);
+	CHECK(srv_count(&s) == 0);
+	hcclient_free(c);
+	srv_stop(&s);
+	tok_done(&t);
+}
+
 /* --- errors -------------------------------------------------------------------- */
 
 static void
