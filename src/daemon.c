@@ -48,6 +48,13 @@
 /* the reflectors' retry cap: a missing RBAC binding (403) that appears, or an
  * API server back from an outage, is seen within this */
 #define DAEMON_REFLECTOR_BACKOFF_MAX_NS (4 * NS_PER_S)
+/* On SIGTERM the queued Events are sent until this long after the stop
+ * began (at most DAEMON_EVENTS_FLUSH_MAX_NS): what the Lease release and the
+ * controllers' ends took comes off the Events' share, so the process exits
+ * within about 5 s whatever the API server does (a request in flight ends
+ * within a second of its stop). */
+#define DAEMON_STOP_EVENTS_BY_NS (2500 * NS_PER_MS)
+#define DAEMON_EVENTS_FLUSH_MAX_NS (2 * NS_PER_S)
 
 struct stop daemon_stop;
 
@@ -775,6 +782,7 @@ daemon_run(const struct options *o)
 	struct kube_client c;
 	struct errbuf e = { "" };
 	char version[128], user[256], groups[1024];
+	int64_t stopping_ns;
 	int r, rc = 0;
 
 	struct kubeconfig *authn, *authz;
@@ -854,6 +862,7 @@ daemon_run(const struct options *o)
 	}
 	daemon_watch_provider(&d);
 stop:
+	stopping_ns = clock_mono_ns();
 	log_info(0, "Stopping on signal", NULL);
 	/* the Lease first: a successor takes over at once, and the shared
 	 * controllers stop before anything else goes away */
@@ -877,8 +886,11 @@ stop:
 	servicectl_free(d.servicectl);
 	reflector_free(d.nodes);
 	reflector_free(d.services);
-	if (d.events)
-		events_stop(d.events, 2 * NS_PER_S);
+	if (d.events) {
+		int64_t flush = stopping_ns + DAEMON_STOP_EVENTS_BY_NS - clock_mono_ns();
+		events_stop(d.events, flush < 0 ? 0 : flush > DAEMON_EVENTS_FLUSH_MAX_NS ?
+		    DAEMON_EVENTS_FLUSH_MAX_NS : flush);
+	}
 	events_free(d.events);
 out:
 	if (d.provider)

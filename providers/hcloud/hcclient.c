@@ -440,7 +440,13 @@ hcclient_http_get(struct hcclient *c)
 	if (c->npool > 0)
 		h = c->pool[--c->npool];
 	pthread_mutex_unlock(&c->pool_mu);
-	return h != NULL ? h : http_client_new();
+	if (h == NULL) {
+		/* a stop ends a request in flight within a second (a black-holed
+		 * API would otherwise hold the stop for the request timeout) */
+		h = http_client_new();
+		http_client_set_stop(h, c->stop);
+	}
+	return h;
 }
 
 static void
