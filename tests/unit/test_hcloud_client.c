@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -355,6 +356,7 @@ TEST(token_generation_tells_a_changed_token)
 	struct srv s;
 	struct tokdir t;
 	struct hcclient *c;
+	struct errbuf e;
 	uint64_t g0, g1, g2;
 	FILE *f;
 
@@ -380,7 +382,14 @@ TEST(token_generation_tells_a_changed_token)
 	tok_write(&t, "tok-BBBB-right\n");
 	CHECK((g1 = hcclient_token_generation(c)) != g2);
 	tok_write(&t, "tok-CCCC-third\n");
-	CHECK(hcclient_token_generation(c) != g1);
+	CHECK((g2 = hcclient_token_generation(c)) != g1);
+	/* a FIFO in its place is refused without being opened (an open would
+	 * wait for a writer for ever) */
+	unlink(t.path);
+	CHECK(mkfifo(t.path, 0600) == 0);
+	CHECK(hcclient_token_generation(c) == g2);
+	CHECK(hcclient_token_check(c, &e) == ERR_PERMANENT);
+	CHECK_CONTAINS(e.msg, "not a regular file");
 	CHECK(srv_count(&s) == 0);
 	hcclient_free(c);
 	srv_stop(&s);
