@@ -732,46 +732,58 @@ daemon_health_check(struct daemon *d, struct daemon_health *h)
 	    "Cloud provider %s: %s", d->provider->name, e.msg);
 }
 
-/* daemon_credentials_check asks the provider whether its credentials
- * changed since *gen and, when they did, has the controllers retry at once
- * what waits on a failure: a node refused for the old token does not sit
- * out its backoff once the new one is in place. */
+/* daemon_credentials asks the provider's credentials operation and the
+ * kubeconfig's token file for their generations (two separate counts). */
 static void
-daemon_credentials_check(struct daemon *d, uint64_t *gen)
+daemon_credentials(struct daemon *d, uint64_t gen[2])
 {
-	uint64_t now;
+	gen[0] = d->provider && d->provider->credentials ?
+	    d->provider->credentials(d->provider_state) : 0;
+	gen[1] = kubeconfig_token_generation(&d->kc);
+}
 
-	if (d->provider == NULL || d->provider->credentials == NULL)
+/* daemon_credentials_check tells whether the provider's credentials or the
+ * kubeconfig's token changed since gen and, when they did, has the
+ * controllers retry at once what waits on a failure: a node refused for
+ * the old token does not sit out its backoff once the new one is in place. */
+static void
+daemon_credentials_check(struct daemon *d, uint64_t gen[2])
+{
+	uint64_t now[2];
+
+	daemon_credentials(d, now);
+	if (now[0] == gen[0] && now[1] == gen[1])
 		return;
-	now = d->provider->credentials(d->provider_state);
-	if (now == *gen)
-		return;
-	*gen = now;
-	log_info(0, "The cloud provider's credentials changed: retrying what failed",
-	    "provider", d->provider->name, NULL);
+	if (now[0] != gen[0])
+		log_info(0, "The cloud provider's credentials changed: retrying what failed",
+		    "provider", d->provider->name, NULL);
+	if (now[1] != gen[1])
+		log_info(0, "The kubeconfig's token changed: retrying what failed",
+		    "tokenFile", d->kc.token_file, NULL);
+	gen[0] = now[0];
+	gen[1] = now[1];
 	nodectl_retry_now(d->nodectl);
 	servicectl_retry_now(d->servicectl);
 	routectl_retry_now(d->routectl);
 }
 
-/* daemon_watch_provider asks the provider for its health and its
- * credentials until stopped. */
+/* daemon_watch_provider asks the provider for its health, and the
+ * provider and the kubeconfig for their credentials, until stopped. */
 static void
 daemon_watch_provider(struct daemon *d)
 {
 	struct daemon_health h = { 0, "", 0 };
-	uint64_t gen = 0;
+	uint64_t gen[2];
 	int64_t next_health = 0;
 
-	if (d->provider != NULL && d->provider->credentials != NULL)
-		gen = d->provider->credentials(d->provider_state);
+	daemon_credentials(d, gen);
 	do {
 		int64_t now = clock_mono_ns();
 		if (now >= next_health) {
 			daemon_health_check(d, &h);
 			next_health = now + DAEMON_HEALTH_POLL_NS;
 		}
-		daemon_credentials_check(d, &gen);
+		daemon_credentials_check(d, gen);
 	} while (!stop_sleep(&daemon_stop, CLOUD_CREDENTIALS_POLL_NS));
 }
 

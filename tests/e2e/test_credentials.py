@@ -10,7 +10,9 @@ either as an installer does (a new file renamed over the old one) or in
 place (the same inode rewritten): every node is initialized and the
 Service has its balancer within CHANGE_BOUND_S of the write, because the
 daemon sees the file change within half a second and retries at once
-what failed, its backoff forgotten."""
+what failed, its backoff forgotten. The kubeconfig's tokenFile follows the
+same rule (a token refused the Node writes: the new one, renamed over it,
+initializes them within the same bound)."""
 
 import os
 import time
@@ -88,3 +90,62 @@ def test_a_replaced_token_is_in_force_at_once(api, hc, tmp, daemon, how):
     wait_ingress(api, "web")
     assert "credentials changed" in d.output()
     assert d.alive()
+
+
+def test_a_rotated_kubeconfig_token_is_in_force_at_once(api, hc, tmp, daemon):
+    """The kubeconfig's tokenFile follows the same rule: bootccm starts
+    with a token whose user may read Nodes but not write them (a
+    credential about to be rotated), every node's write is refused (403,
+    a permanent failure: the next try a minute away), and the new token,
+    renamed over the file, initializes them all within CHANGE_BOUND_S."""
+    servers_and_nodes(api, hc, len(NODES))
+    args = hcloud_args(api, hc, tmp)
+    old, new = "old-kube-token-" + "o" * 40, "new-kube-token-" + "n" * 40
+    api.add_token(old, "ccm-reader")
+    api.add_token(new, "system:cloud-controller-manager")
+    rbac = "rbac.authorization.k8s.io"
+    api.create_object({"apiVersion": rbac + "/v1", "kind": "ClusterRole",
+                       "metadata": {"name": "ccm-reader"},
+                       "rules": [{"apiGroups": [""], "resources": ["nodes", "services"],
+                                  "verbs": ["get", "list", "watch"]}]})
+    api.create_object({"apiVersion": rbac + "/v1", "kind": "ClusterRoleBinding",
+                       "metadata": {"name": "ccm-reader"},
+                       "roleRef": {"apiGroup": rbac, "kind": "ClusterRole",
+                                   "name": "ccm-reader"},
+                       "subjects": [{"kind": "User", "apiGroup": rbac,
+                                     "name": "ccm-reader"}]})
+    kc = api.write_kubeconfig(os.path.join(tmp, "kc-token"), user="ccm-reader", token=old,
+                              tls_server_name="kubernetes")
+    with open(kc) as f:
+        text = f.read()
+    assert "token: " + old in text
+    with open(kc, "w") as f:
+        f.write(text.replace("token: " + old, "tokenFile: kube-token"))
+    token = write_file(os.path.join(tmp, "kube-token"), old + "\n")
+    args[args.index("--kubeconfig") + 1] = kc
+    seq = api.log_seq()
+    d = daemon(args)
+    # every node's write refused, more than the quick retries
+    deadline = time.monotonic() + 30
+    while True:
+        refused = [e for e in api.request_log(seq) if e.get("user") == "ccm-reader"
+                   and e.get("method") == "PATCH" and e.get("code") == 403]
+        if len({e["path"] for e in refused}) >= len(NODES) and len(refused) >= 4 * len(NODES):
+            break
+        assert time.monotonic() < deadline, (refused, d.output()[-3000:])
+        time.sleep(0.05)
+    for n in NODES:
+        assert tainted(api.get_object("nodes", n))
+    write_file(token, new + "\n")
+    t0 = time.monotonic()
+    took = {}
+    while len(took) < len(NODES) and time.monotonic() - t0 < 60:
+        for n in NODES:
+            if n not in took and not tainted(api.get_object("nodes", n)):
+                took[n] = time.monotonic() - t0
+        time.sleep(0.02)
+    print("\nkubeconfig token rotated: initialized after %s" % ", ".join(
+        "%s %.2f s" % (k, v) for k, v in sorted(took.items())))
+    assert len(took) == len(NODES), (took, d.output()[-3000:])
+    assert max(took.values()) < CHANGE_BOUND_S, took
+    assert "The kubeconfig's token changed" in d.output()
