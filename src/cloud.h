@@ -323,7 +323,21 @@ struct cloud_provider {
 	 * the last good one stays in force): 0, or an error naming FILE:line.
 	 * The daemon polls it, logs a change and records a Warning Event. */
 	int (*health)(void *state, struct errbuf *e);
+	/* credentials (optional: a provider without credential files) looks
+	 * at the provider's credential files (a stat each; a read when one
+	 * changed) and returns a number that changes whenever the credentials
+	 * in force changed. The daemon polls it every
+	 * CLOUD_CREDENTIALS_POLL_NS; on a change the controllers retry at
+	 * once, with their backoff forgotten, whatever waits on a failure
+	 * (a refused token's nodes, Services, routes). Quick, never blocks on
+	 * the network. */
+	uint64_t (*credentials)(void *state);
 };
+
+/* How often the daemon asks a provider's credentials operation: a
+ * replaced credential file is in force within this (and the retries it
+ * starts). */
+#define CLOUD_CREDENTIALS_POLL_NS (500LL * 1000 * 1000)
 
 /* A node IP from the provided-node-ip annotation: its family, its bytes
  * (IPv4 in the first 4) and its canonical text (RFC 5952 for IPv6). */

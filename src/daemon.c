@@ -48,6 +48,13 @@
 /* the reflectors' retry cap: a missing RBAC binding (403) that appears, or an
  * API server back from an outage, is seen within this */
 #define DAEMON_REFLECTOR_BACKOFF_MAX_NS (4 * NS_PER_S)
+/* On SIGTERM the queued Events are sent until this long after the stop
+ * began (at most DAEMON_EVENTS_FLUSH_MAX_NS): what the Lease release and the
+ * controllers' ends took comes off the Events' share, so the process exits
+ * within about 5 s whatever the API server does (a request in flight ends
+ * within a second of its stop). */
+#define DAEMON_STOP_EVENTS_BY_NS (2500 * NS_PER_MS)
+#define DAEMON_EVENTS_FLUSH_MAX_NS (2 * NS_PER_S)
 
 struct stop daemon_stop;
 
@@ -725,15 +732,59 @@ daemon_health_check(struct daemon *d, struct daemon_health *h)
 	    "Cloud provider %s: %s", d->provider->name, e.msg);
 }
 
-/* daemon_watch_health asks the provider for its health until stopped. */
+/* daemon_credentials asks the provider's credentials operation and the
+ * kubeconfig's token file for their generations (two separate counts). */
 static void
-daemon_watch_health(struct daemon *d)
+daemon_credentials(struct daemon *d, uint64_t gen[2])
+{
+	gen[0] = d->provider && d->provider->credentials ?
+	    d->provider->credentials(d->provider_state) : 0;
+	gen[1] = kubeconfig_token_generation(&d->kc);
+}
+
+/* daemon_credentials_check tells whether the provider's credentials or the
+ * kubeconfig's token changed since gen and, when they did, has the
+ * controllers retry at once what waits on a failure: a node refused for
+ * the old token does not sit out its backoff once the new one is in place. */
+static void
+daemon_credentials_check(struct daemon *d, uint64_t gen[2])
+{
+	uint64_t now[2];
+
+	daemon_credentials(d, now);
+	if (now[0] == gen[0] && now[1] == gen[1])
+		return;
+	if (now[0] != gen[0])
+		log_info(0, "The cloud provider's credentials changed: retrying what failed",
+		    "provider", d->provider->name, NULL);
+	if (now[1] != gen[1])
+		log_info(0, "The kubeconfig's token changed: retrying what failed",
+		    "tokenFile", d->kc.token_file, NULL);
+	gen[0] = now[0];
+	gen[1] = now[1];
+	nodectl_retry_now(d->nodectl);
+	servicectl_retry_now(d->servicectl);
+	routectl_retry_now(d->routectl);
+}
+
+/* daemon_watch_provider asks the provider for its health, and the
+ * provider and the kubeconfig for their credentials, until stopped. */
+static void
+daemon_watch_provider(struct daemon *d)
 {
 	struct daemon_health h = { 0, "", 0 };
+	uint64_t gen[2];
+	int64_t next_health = 0;
 
-	do
-		daemon_health_check(d, &h);
-	while (!stop_sleep(&daemon_stop, DAEMON_HEALTH_POLL_NS));
+	daemon_credentials(d, gen);
+	do {
+		int64_t now = clock_mono_ns();
+		if (now >= next_health) {
+			daemon_health_check(d, &h);
+			next_health = now + DAEMON_HEALTH_POLL_NS;
+		}
+		daemon_credentials_check(d, gen);
+	} while (!stop_sleep(&daemon_stop, CLOUD_CREDENTIALS_POLL_NS));
 }
 
 int
@@ -743,6 +794,7 @@ daemon_run(const struct options *o)
 	struct kube_client c;
 	struct errbuf e = { "" };
 	char version[128], user[256], groups[1024];
+	int64_t stopping_ns;
 	int r, rc = 0;
 
 	struct kubeconfig *authn, *authz;
@@ -820,8 +872,9 @@ daemon_run(const struct options *o)
 	} else {
 		daemon_started_leading(&d);
 	}
-	daemon_watch_health(&d);
+	daemon_watch_provider(&d);
 stop:
+	stopping_ns = clock_mono_ns();
 	log_info(0, "Stopping on signal", NULL);
 	/* the Lease first: a successor takes over at once, and the shared
 	 * controllers stop before anything else goes away */
@@ -845,8 +898,11 @@ stop:
 	servicectl_free(d.servicectl);
 	reflector_free(d.nodes);
 	reflector_free(d.services);
-	if (d.events)
-		events_stop(d.events, 2 * NS_PER_S);
+	if (d.events) {
+		int64_t flush = stopping_ns + DAEMON_STOP_EVENTS_BY_NS - clock_mono_ns();
+		events_stop(d.events, flush < 0 ? 0 : flush > DAEMON_EVENTS_FLUSH_MAX_NS ?
+		    DAEMON_EVENTS_FLUSH_MAX_NS : flush);
+	}
 	events_free(d.events);
 out:
 	if (d.provider)

@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "dynbuf.h"
+#include "stop.h"
 #include "tlsctx.h"
 #include "xalloc.h"
 
@@ -22,6 +23,7 @@ struct http_client {
 	CURL *h;
 	char curl_err[CURL_ERROR_SIZE];
 	int aborted;           /* set by http_client_abort from any thread */
+	struct stop *stop;     /* http_client_set_stop; NULL: none */
 	/* the client's open sockets, so an abort can shut them down and wake a
 	 * transfer blocked in them at once; opened and closed through curl's
 	 * socket callbacks under the lock, so a number is never reused while an
@@ -92,14 +94,38 @@ http_client_free(struct http_client *c)
 }
 
 void
-http_client_abort(struct http_client *c)
+http_client_set_stop(struct http_client *c, struct stop *stop)
 {
-	__atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
+	c->stop = stop;
+}
+
+/* http_canceled tells whether c's transfers are to end: aborted, or its
+ * stop requested. */
+static int
+http_canceled(const struct http_client *c)
+{
+	return __atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE) || stop_requested(c->stop);
+}
+
+/* http_shutdown_sockets wakes a transfer blocked in c's sockets at once:
+ * http_client_abort's, and the stop's hook while a transfer runs. */
+static void
+http_shutdown_sockets(void *arg)
+{
+	struct http_client *c = arg;
+
 	pthread_mutex_lock(&c->sock_lock);
 	for (int i = 0; i < HTTP_SOCKETS_MAX; i++)
 		if (c->socks[i] != CURL_SOCKET_BAD)
 			shutdown(c->socks[i], SHUT_RDWR);
 	pthread_mutex_unlock(&c->sock_lock);
+}
+
+void
+http_client_abort(struct http_client *c)
+{
+	__atomic_store_n(&c->aborted, 1, __ATOMIC_RELEASE);
+	http_shutdown_sockets(c);
 }
 
 static curl_socket_t
@@ -110,7 +136,7 @@ http_open_socket(void *arg, curlsocktype purpose, struct curl_sockaddr *a)
 
 	(void)purpose;
 	pthread_mutex_lock(&c->sock_lock);
-	if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE)) {
+	if (http_canceled(c)) {
 		pthread_mutex_unlock(&c->sock_lock);
 		return CURL_SOCKET_BAD;
 	}
@@ -139,7 +165,9 @@ http_close_socket(void *arg, curl_socket_t fd)
 	return r;
 }
 
-/* curl calls this at least once a second, even while a watch sits idle */
+/* curl calls this at least once a second, even while a watch sits idle or
+ * a server accepted the connection and never answers: a stop ends any
+ * transfer within a second */
 static int
 http_progress_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
     curl_off_t ulnow)
@@ -147,7 +175,7 @@ http_progress_cb(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ult
 	struct http_client *c = arg;
 
 	(void)dltotal, (void)dlnow, (void)ultotal, (void)ulnow;
-	return __atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE);
+	return http_canceled(c);
 }
 
 void
@@ -401,6 +429,7 @@ http_do(struct http_client *c, const struct http_request *req,
     struct http_response *ret, struct errbuf *e)
 {
 	struct http_xfer x = { .req = req, .h = c->h, .streaming = -1, .retry_after_s = -1 };
+	struct stop_hook hook = { http_shutdown_sockets, c, NULL };
 	size_t cap = req->max_body ? req->max_body : HTTP_BODY_MAX;
 	struct curl_slist *hdrs = NULL, *connect_to = NULL;
 	char *auth = NULL, *ctype = NULL;
@@ -413,7 +442,7 @@ http_do(struct http_client *c, const struct http_request *req,
 	int r = 0;
 
 	dynbuf_init(&x.body, cap);
-	if (__atomic_load_n(&c->aborted, __ATOMIC_ACQUIRE))
+	if (http_canceled(c))
 		return errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
 	if (deadline != 0) {
 		/* rounded up: curl's timer starts after this, so a transfer it
@@ -505,14 +534,21 @@ http_do(struct http_client *c, const struct http_request *req,
 		xcheck(curl_slist_append(hdrs, *hp));
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 
+	/* a stop wakes the transfer at once (its sockets shut down), and
+	 * the progress callback sees it within a second wherever it waits */
+	if (stop_hook_add(c->stop, &hook)) {
+		r = errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
+		goto out;
+	}
 	rc = curl_easy_perform(h);
+	stop_hook_remove(c->stop, &hook);
 	if (rc == CURLE_OUT_OF_MEMORY)
 		xalloc_fatal(__FILE__, __LINE__);
 	if (rc != CURLE_OK) {
 		if (x.refused)
 			r = errbuf_set(e, ERR_CANCELED, "%s %s: not sent: %s", method, req->url,
 			    req->refusal ? req->refusal : "refused before sending");
-		else if (rc == CURLE_ABORTED_BY_CALLBACK)
+		else if (rc == CURLE_ABORTED_BY_CALLBACK || http_canceled(c))
 			r = errbuf_set(e, ERR_CANCELED, "%s %s: canceled", method, req->url);
 		else if (x.too_large)
 			r = errbuf_set(e, ERR_TOO_LARGE, "%s %s: answer larger than %zu bytes",

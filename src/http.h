@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "err.h"
+#include "stop.h"
 
 #define HTTP_BODY_MAX (16 * 1024 * 1024)  /* bytes: default response cap */
 #define HTTP_CONNECT_TIMEOUT_MS 5000      /* default connect timeout */
@@ -91,6 +92,15 @@ void http_client_free(struct http_client *c);
  * ERR_CANCELED. Callable from any thread; used to stop a thread blocked in a
  * request. */
 void http_client_abort(struct http_client *c);
+
+/* http_client_set_stop makes c's transfers end with ERR_CANCELED once stop
+ * is requested: a request not started yet fails at once, and so does one
+ * in progress (connecting, waiting for an answer that never comes,
+ * streaming): its sockets are shut down by a stop_hook, and curl's progress
+ * callback, called at least once a second, sees the stop wherever the
+ * transfer waits (a name being resolved). NULL: none. Set it before c's first request, from the thread
+ * that uses c; stop must outlive c's requests. */
+void http_client_set_stop(struct http_client *c, struct stop *stop);
 
 /* http_do performs one request. On 0, *ret holds the answer (free it with
  * http_response_free); on failure *ret is untouched. */

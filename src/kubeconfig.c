@@ -148,6 +148,8 @@ kubeconfig_token_refresh(struct kubeconfig *kc, struct errbuf *e)
 	}
 	tok = xmemdup(start, len);
 	log_add_secret(tok);
+	if (kc->token_cached == NULL || strcmp(kc->token_cached, tok) != 0)
+		kc->token_gen++;
 	if (kc->token_cached != NULL)
 		readfile_free(kc->token_cached, strlen(kc->token_cached));
 	kc->token_cached = tok;
@@ -186,6 +188,21 @@ kubeconfig_token(struct kubeconfig *kc, char **ret, struct errbuf *e)
 	if (r == 0)
 		*ret = t;
 	return r;
+}
+
+uint64_t
+kubeconfig_token_generation(struct kubeconfig *kc)
+{
+	struct errbuf e;
+	uint64_t gen;
+
+	if (kc->token_file == NULL)
+		return 0;
+	pthread_mutex_lock(&kc->token_lock);
+	(void)kubeconfig_token_refresh(kc, &e);   /* a bad file keeps the last token */
+	gen = kc->token_gen;
+	pthread_mutex_unlock(&kc->token_lock);
+	return gen;
 }
 
 /* Field access. Paths in messages are the YAML path of the field, e.g.

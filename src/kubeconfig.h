@@ -30,6 +30,7 @@
 
 #include <pthread.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <time.h>
 
@@ -74,6 +75,7 @@ struct kubeconfig {
 	ino_t token_ino;
 	off_t token_size;
 	struct timespec token_mtime;
+	uint64_t token_gen;    /* counts the tokens read that differ from the last */
 };
 
 /* kubeconfig_load reads path (at most KUBECONFIG_FILE_MAX bytes) and
@@ -127,6 +129,12 @@ int kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *ret,
  * keeps the last good token if there is one, else fails (ERR_IO,
  * ERR_TOO_LARGE, ERR_INVALID). */
 int kubeconfig_token(struct kubeconfig *kc, char **ret, struct errbuf *e);
+
+/* kubeconfig_token_generation looks at the token file (a stat; a read when
+ * it changed) and returns a number that grows each time a token different
+ * from the last one is read; 0 without a token file. For a caller that
+ * acts on a rotation (the daemon retries what failed at once). */
+uint64_t kubeconfig_token_generation(struct kubeconfig *kc);
 
 /* kubeconfig_free releases everything kc owns (wiping secrets) and zeroes it;
  * a zeroed kc (never loaded, or already freed) is fine. */

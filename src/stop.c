@@ -19,6 +19,7 @@ stop_init(struct stop *s)
 	pthread_cond_init(&s->cond, &ca);
 	pthread_condattr_destroy(&ca);
 	s->flag = 0;
+	s->hooks = NULL;
 }
 
 void
@@ -31,9 +32,47 @@ stop_destroy(struct stop *s)
 void
 stop_request(struct stop *s)
 {
+	int was;
+
 	pthread_mutex_lock(&s->lock);
+	was = s->flag;
+	/* the flag first: whatever a hook wakes sees it set */
 	__atomic_store_n(&s->flag, 1, __ATOMIC_RELEASE);
+	if (!was)
+		for (struct stop_hook *h = s->hooks; h != NULL; h = h->next)
+			h->fn(h->arg);
 	pthread_cond_broadcast(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+}
+
+int
+stop_hook_add(struct stop *s, struct stop_hook *h)
+{
+	int stopped;
+
+	if (s == NULL)
+		return 0;
+	pthread_mutex_lock(&s->lock);
+	stopped = s->flag;
+	if (!stopped) {
+		h->next = s->hooks;
+		s->hooks = h;
+	}
+	pthread_mutex_unlock(&s->lock);
+	return stopped;
+}
+
+void
+stop_hook_remove(struct stop *s, struct stop_hook *h)
+{
+	if (s == NULL)
+		return;
+	pthread_mutex_lock(&s->lock);
+	for (struct stop_hook **p = &s->hooks; *p != NULL; p = &(*p)->next)
+		if (*p == h) {
+			*p = h->next;
+			break;
+		}
 	pthread_mutex_unlock(&s->lock);
 }
 

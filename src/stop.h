@@ -13,10 +13,19 @@
 #include <pthread.h>
 #include <stdint.h>
 
+/* A call stop_request makes, for a thread blocked where no sleep of the
+ * stop's reaches it (a transfer waiting on a socket). The caller owns it. */
+struct stop_hook {
+	void (*fn)(void *arg);
+	void *arg;
+	struct stop_hook *next;
+};
+
 struct stop {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;  /* CLOCK_MONOTONIC */
 	int flag;             /* atomic; set once */
+	struct stop_hook *hooks; /* under lock */
 };
 
 /* stop_init makes s ready, not stopped. */
@@ -38,6 +47,16 @@ int stop_sleep_until(struct stop *s, int64_t deadline_ns);
 
 /* stop_sleep sleeps ns nanoseconds; as stop_sleep_until. */
 int stop_sleep(struct stop *s, int64_t ns);
+
+/* stop_hook_add registers h until stop_hook_remove: stop_request calls
+ * h->fn(h->arg) once, under s's lock (so fn must be quick and call nothing
+ * of s's). Returns 0, or 1 when s is stopped already (h is not registered:
+ * the caller acts at once). NULL s: 0, never called. */
+int stop_hook_add(struct stop *s, struct stop_hook *h);
+
+/* stop_hook_remove unregisters h (if it is); once it returns, h->fn is not
+ * running and will not be called. NULL s is fine. */
+void stop_hook_remove(struct stop *s, struct stop_hook *h);
 
 /* stop_on_signals blocks SIGTERM and SIGINT in the calling thread (threads
  * created after it inherit the mask) and starts a detached thread that turns

@@ -54,6 +54,9 @@ struct hcclient {
 	int token_have_st;
 	char token_err[ERRBUF_MAX];       /* why there is none */
 	int token_refused;                /* the last answer was 401 */
+	uint64_t token_gen;               /* counts the tokens put in force that
+	                                     differ from the one before (or
+	                                     follow none) */
 
 	pthread_mutex_t pool_mu;          /* idle http clients */
 	struct http_client **pool;
@@ -283,6 +286,13 @@ hcclient_token_load(struct hcclient *c)
 	if (c->token_have_st && hcclient_same_file(&st, &c->token_st) &&
 	    (c->token != NULL || c->token_err[0]))
 		return;
+	/* never opened: a FIFO would block the reader (the daemon's main
+	 * thread looks at the file every CLOUD_CREDENTIALS_POLL_NS) */
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(c->token_err, sizeof(c->token_err), "tokenFile %s: not a regular file",
+		    c->token_file);
+		goto none;
+	}
 	if (readfile(c->token_file, HCCLIENT_TOKEN_MAX, READFILE_REGULAR, &buf, &len, &e) < 0) {
 		snprintf(c->token_err, sizeof(c->token_err), "tokenFile %s", e.msg);
 		goto none;
@@ -306,6 +316,9 @@ hcclient_token_load(struct hcclient *c)
 			    "printable characters", c->token_file);
 			goto drop;
 		}
+	if (c->token == NULL || strlen(c->token) != b - a ||
+	    memcmp(c->token, buf + a, b - a) != 0)
+		c->token_gen++;
 	if (c->token != NULL) {
 		explicit_bzero(c->token, strlen(c->token));
 		free(c->token);
@@ -345,6 +358,18 @@ hcclient_token_get(struct hcclient *c, char **ret, struct errbuf *e)
 		*ret = xstrdup(c->token);
 	pthread_mutex_unlock(&c->token_mu);
 	return r;
+}
+
+uint64_t
+hcclient_token_generation(struct hcclient *c)
+{
+	uint64_t gen;
+
+	pthread_mutex_lock(&c->token_mu);
+	hcclient_token_load(c);
+	gen = c->token_gen;
+	pthread_mutex_unlock(&c->token_mu);
+	return gen;
 }
 
 int
@@ -422,7 +447,13 @@ hcclient_http_get(struct hcclient *c)
 	if (c->npool > 0)
 		h = c->pool[--c->npool];
 	pthread_mutex_unlock(&c->pool_mu);
-	return h != NULL ? h : http_client_new();
+	if (h == NULL) {
+		/* a stop ends a request in flight within a second (a black-holed
+		 * API would otherwise hold the stop for the request timeout) */
+		h = http_client_new();
+		http_client_set_stop(h, c->stop);
+	}
+	return h;
 }
 
 static void

@@ -122,6 +122,12 @@ int hcclient_wait_actions(struct hcclient *c, const int64_t *ids, size_t n, stru
  * token (the last answer to any request was 401). */
 int hcclient_token_check(struct hcclient *c, struct errbuf *e);
 
+/* hcclient_token_generation looks at the token file (a stat; a read when
+ * it changed) and returns a number that grows each time a token different
+ * from the last one is read: the caller compares two answers to tell that
+ * the credentials changed. Cheap enough to call every second. */
+uint64_t hcclient_token_generation(struct hcclient *c);
+
 /* hcclient_escape appends s to b, percent-encoded for a query value. */
 int hcclient_escape(struct dynbuf *b, const char *s);
 

@@ -210,6 +210,15 @@ hcloud_health(void *state, struct errbuf *e)
 	return 0;
 }
 
+/* hcloud_credentials: the token file's generation (hcclient_token_generation). */
+static uint64_t
+hcloud_credentials(void *state)
+{
+	struct hcloud_state *st = state;
+
+	return hcclient_token_generation(st->client);
+}
+
 /* --- instances ------------------------------------------------------------------ */
 
 static int
@@ -369,4 +378,5 @@ const struct cloud_provider hcloud_provider = {
 	.load_balancers = &hcloud_lbs,
 	.routes = &hcloud_routes,
 	.health = hcloud_health,
+	.credentials = hcloud_credentials,
 };

@@ -992,6 +992,21 @@ nodectl_set_leading(struct nodectl *c, int leading)
 }
 
 void
+nodectl_retry_now(struct nodectl *c)
+{
+	char num[24];
+	size_t n;
+
+	if (c == NULL || c->q == NULL)
+		return;
+	if ((n = wq_retry_now(c->q)) > 0) {
+		snprintf(num, sizeof(num), "%zu", n);
+		log_info(2, "Retrying at once the nodes that wait on a failure", "nodes", num,
+		    NULL);
+	}
+}
+
+void
 nodectl_stop(struct nodectl *c)
 {
 	if (c == NULL)

@@ -106,6 +106,11 @@ int nodectl_start(struct nodectl *c, struct errbuf *e);
  * node is in progress, so nothing is written for it afterwards. */
 void nodectl_set_leading(struct nodectl *c, int leading);
 
+/* nodectl_retry_now retries at once, their backoff forgotten, the nodes
+ * waiting on a failure (wq_retry_now): called when what they failed on
+ * changed (the provider's credentials). NULL is fine. */
+void nodectl_retry_now(struct nodectl *c);
+
 /* nodectl_stop shuts the queue down and joins the workers. Idempotent. */
 void nodectl_stop(struct nodectl *c);
 

@@ -987,6 +987,19 @@ routectl_trigger(struct routectl *c)
 	pthread_mutex_unlock(&c->mu);
 }
 
+void
+routectl_retry_now(struct routectl *c)
+{
+	if (c == NULL)
+		return;
+	/* an event's pass, due at once: the last one may have failed on what
+	 * just changed */
+	pthread_mutex_lock(&c->mu);
+	c->event_after_ns = 0;
+	pthread_mutex_unlock(&c->mu);
+	routectl_trigger(c);
+}
+
 static void
 routectl_on_add(const struct store_obj *o, void *arg)
 {

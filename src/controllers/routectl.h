@@ -111,6 +111,11 @@ int routectl_start(struct routectl *c, struct errbuf *e);
  * controller may be started again. */
 void routectl_stop(struct routectl *c);
 
+/* routectl_retry_now runs a pass at once (or right after the one under
+ * way), not waiting for the period: called when the provider's credentials
+ * changed. Nothing when not running; NULL is fine. */
+void routectl_retry_now(struct routectl *c);
+
 /* routectl_free stops c if needed and frees it. NULL is fine. Its
  * handlers stay registered on the reflector: stop or free the reflector
  * first. */

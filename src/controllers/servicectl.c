@@ -1863,6 +1863,17 @@ fail:
 }
 
 void
+servicectl_retry_now(struct servicectl *c)
+{
+	if (c == NULL)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if (c->running && c->term.q != NULL)
+		wq_retry_now(c->term.q);
+	pthread_mutex_unlock(&c->mu);
+}
+
+void
 servicectl_stop(struct servicectl *c)
 {
 	struct servicectl_term *t;

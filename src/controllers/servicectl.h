@@ -154,6 +154,11 @@ int servicectl_start(struct servicectl *c, struct errbuf *e);
  * quietly. Idempotent; servicectl_start may follow. */
 void servicectl_stop(struct servicectl *c);
 
+/* servicectl_retry_now retries at once, their backoff forgotten, the
+ * Services waiting on a failure (wq_retry_now): called when the provider's
+ * credentials changed. Nothing when not running; NULL is fine. */
+void servicectl_retry_now(struct servicectl *c);
+
 /* servicectl_free stops c and frees it. Only once neither reflector runs
  * any more (their handlers use c). NULL is fine. */
 void servicectl_free(struct servicectl *c);

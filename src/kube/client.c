@@ -112,6 +112,7 @@ void
 kube_client_set_stop(struct kube_client *c, struct stop *stop)
 {
 	c->stop = stop;
+	http_client_set_stop(c->http, stop);
 }
 
 void

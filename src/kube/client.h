@@ -25,8 +25,10 @@
  *
  * Shutdown: kube_client_set_stop(c, &stop) makes the client abandon retries
  * (and wakes its backoff sleeps at once) once stop is requested: the call
- * then fails with the last attempt's error. The first attempt is always
- * made, so a write at shutdown (a Lease release) still goes out. The daemon
+ * then fails with the last attempt's error; an attempt in flight ends
+ * within a second and a new one is not sent (ERR_CANCELED, http.h's
+ * http_client_set_stop). A write at shutdown (a Lease release) clears its
+ * client's stop and bounds itself with a deadline instead. The daemon
  * passes its SIGTERM stop to every client it creates.
  *
  * Callers with their own schedule opt out or bound the retries: a loop that
@@ -88,7 +90,8 @@ void kube_client_init(struct kube_client *c, struct kubeconfig *kc,
     const char *user_agent);
 void kube_client_cleanup(struct kube_client *c);
 
-/* kube_client_set_stop makes c abandon retries once stop is requested. */
+/* kube_client_set_stop makes c abandon retries, and cancel the attempt in
+ * flight, once stop is requested (NULL: never). */
 void kube_client_set_stop(struct kube_client *c, struct stop *stop);
 
 /* kube_client_set_deadline bounds every later call on c (until changed) by

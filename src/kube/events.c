@@ -79,6 +79,9 @@ struct events {
 	pthread_t thread;
 	int started;
 	struct stop stop;                     /* events_stop; requested under lock */
+	struct stop abort;                    /* the client's: past the flush
+	                                         deadline, a write in flight ends */
+	struct stop finished;                 /* the thread is about to return */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;                  /* the queue: an event, or the stop */
 	/* guarded by lock */
@@ -588,6 +591,9 @@ events_new(struct kubeconfig *kc, const struct events_config *cfg, struct events
 	ev->corr = events_correlator_new(component, host);
 	kube_client_init(&ev->client, kc, "bootccm/events");
 	kube_client_set_ratelimit_class(&ev->client, FLOWCONTROL_EVENTS);
+	stop_init(&ev->abort);
+	stop_init(&ev->finished);
+	kube_client_set_stop(&ev->client, &ev->abort);
 	ev->queue_max = cfg && cfg->queue_max ? cfg->queue_max : EVENTS_QUEUE_MAX;
 	ev->retry_interval_ns = cfg && cfg->retry_interval_ns > 0 ? cfg->retry_interval_ns :
 	    EVENTS_RETRY_INTERVAL_NS;
@@ -861,6 +867,7 @@ events_main(void *arg)
 		events_send(ev, item);
 		free(item);
 	}
+	stop_request(&ev->finished);
 	return NULL;
 }
 
@@ -913,6 +920,10 @@ events_stop(struct events *ev, int64_t flush_ns)
 	pthread_cond_broadcast(&ev->cond);
 	pthread_mutex_unlock(&ev->lock);
 	if (ev->started) {
+		/* a write still in flight at the flush deadline (an API server
+		 * that does not answer) is canceled: it ends within a second */
+		if (!stop_sleep_until(&ev->finished, ev->flush_deadline_ns))
+			stop_request(&ev->abort);
 		pthread_join(ev->thread, NULL);
 		ev->started = 0;
 	}
@@ -930,5 +941,7 @@ events_free(struct events *ev)
 	pthread_cond_destroy(&ev->cond);
 	pthread_mutex_destroy(&ev->lock);
 	stop_destroy(&ev->stop);
+	stop_destroy(&ev->abort);
+	stop_destroy(&ev->finished);
 	free(ev);
 }

@@ -108,7 +108,9 @@ size_t events_queue_length(struct events *ev);
 
 /* events_stop stops accepting events, gives the thread until flush_ns to send
  * what is queued (retries included), drops the rest (counted) and joins it.
- * A request in flight is waited for (at most KUBE_REQUEST_TIMEOUT_MS). */
+ * A request still in flight at that deadline is canceled (it ends within a
+ * second), so events_stop returns within about flush_ns + 1 s whatever the
+ * API server does. */
 void events_stop(struct events *ev, int64_t flush_ns);
 
 /* events_free releases ev (stopping it without a flush if needed). */

@@ -330,6 +330,9 @@ lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **
 	kube_client_set_retries(&l->client, 0, 0, 0);
 	kube_client_set_ratelimit_class(&l->client, FLOWCONTROL_NONE);
 	stop_init(&l->stop);
+	/* a request in flight when lease_stop comes (a renewal to an API
+	 * server that never answers) ends within a second */
+	kube_client_set_stop(&l->client, &l->stop);
 	pthread_mutex_init(&l->lock, NULL);
 	pthread_once(&lease_metrics_once, lease_metrics_init);
 	metric_set(lease_m_status, 0, l->name);
@@ -706,7 +709,12 @@ lease_release(struct lease *l)
 	rec.duration_s = 1;
 	rec.acquire_ns = rec.renew_ns = unix_now;
 	rec.transitions = l->obs.rec.transitions;
-	if (lease_write(l, &rec, now + l->renew_deadline_ns, &e) < 0) {
+	/* the stop that ended the elector would cancel the release too: the
+	 * release has a short deadline of its own instead, so a stop never
+	 * waits long on an API server that does not answer */
+	kube_client_set_stop(&l->client, NULL);
+	if (lease_write(l, &rec, now + (l->renew_deadline_ns < LEASE_RELEASE_TIMEOUT_NS ?
+	    l->renew_deadline_ns : LEASE_RELEASE_TIMEOUT_NS), &e) < 0) {
 		log_error("Failed to release lock", "lease", l->desc, "identity", l->identity,
 		    "err", e.msg, NULL);
 		return;

@@ -16,7 +16,9 @@
  * periods) and again right as an observed lease expires, so a dead leader is
  * replaced within the lease duration + one retry period. lease_stop stops
  * leading (callback first) and releases the Lease (holderIdentity "",
- * leaseDurationSeconds 1) so a successor takes over at once. lease_is_leader and lease_healthz may be called from any thread.
+ * leaseDurationSeconds 1) so a successor takes over at once: a request in
+ * flight is canceled within a second, and the release is one attempt of at
+ * most LEASE_RELEASE_TIMEOUT_NS, so a stop never hangs on the API server. lease_is_leader and lease_healthz may be called from any thread.
  * Logs (klog-style, like client-go) with the lease and identity. Metrics:
  * leader_election_master_status{name}, bootccm_leader_election_transitions_total.
  *
@@ -43,6 +45,8 @@
 #define LEASE_POLL_JITTER 0.1      /* a contender polls every retry period less
                                       up to this fraction of it */
 #define LEASE_HEALTH_TIMEOUT_NS (20LL * 1000000000LL) /* healthz tolerance past the lease duration */
+#define LEASE_RELEASE_TIMEOUT_NS (1500LL * 1000000LL) /* the release at lease_stop: at
+                                      most this long (or the renew deadline) */
 
 struct lease_config {
 	const char *namespace;      /* --leader-elect-resource-namespace */

@@ -447,6 +447,29 @@ wq_forget(struct wq *q, const char *key)
 	ratelimiter_forget(q->rl, key);
 }
 
+size_t
+wq_retry_now(struct wq *q)
+{
+	struct wq_item *it;
+	int64_t now;
+	size_t n = 0;
+	int adds = 0;
+
+	pthread_mutex_lock(&q->lock);
+	now = clock_mono_ns();
+	while (!q->shutting_down && q->heap_len > 0) {
+		it = wq_heap_pop(q);
+		/* the limiter has its own lock and never takes ours */
+		ratelimiter_forget(q->rl, it->key);
+		adds += wq_add_locked(q, it, now);
+		n++;
+	}
+	pthread_mutex_unlock(&q->lock);
+	if (adds > 0)
+		metric_add(wq_m_adds, adds, q->name);
+	return n;
+}
+
 int
 wq_num_requeues(struct wq *q, const char *key)
 {

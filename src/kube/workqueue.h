@@ -80,6 +80,13 @@ int wq_add_rate_limited(struct wq *q, const char *key);
  * does not remove key from the queue. */
 void wq_forget(struct wq *q, const char *key);
 
+/* wq_retry_now makes every key waiting in the timer heap ready at once and
+ * forgets its backoff, as if it had never failed: for when the cause of the
+ * failures went away (the cloud's credentials changed), so keys do not sit
+ * out a backoff earned against the old state. Keys held by a worker are
+ * left alone. Returns how many keys it made ready. */
+size_t wq_retry_now(struct wq *q);
+
 /* wq_num_requeues returns how often key was rate-limited since its forget. */
 int wq_num_requeues(struct wq *q, const char *key);
 

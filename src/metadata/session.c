@@ -174,6 +174,7 @@ md_session_open(struct md_session *s, const struct md_config *cfg, const char *b
 		return errbuf_set(e, ERR_NOT_FOUND,
 		    "no metadata service at %s: nothing accepts connections there", s->base);
 	s->http = http_client_new();
+	http_client_set_stop(s->http, cfg->stop);
 	s->cfg = cfg;
 	s->headers = headers;
 	return 0;

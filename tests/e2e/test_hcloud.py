@@ -78,7 +78,7 @@ def write_file(path, text):
 
 
 def hcloud_args(api, hc, tmp, node="cp-1", network="k8s", token=None, extra_cfg="",
-                endpoint=None, md=None, extra=(), rbac=True):
+                endpoint=None, md=None, extra=(), rbac=True, request_timeout="2s"):
     """bootccm's command line and files for --cloud-provider=hcloud: the
     token file (the fake's token unless given; False writes none), the
     cloud-config, the shipped RBAC (unless loaded already), the
@@ -90,7 +90,7 @@ def hcloud_args(api, hc, tmp, node="cp-1", network="k8s", token=None, extra_cfg=
     cfg = "hcloud:\n  tokenFile: token\n  endpoint: %s\n" % (endpoint or hc.endpoint)
     if network:
         cfg += "  network: %s\n" % network
-    cfg += "  requestTimeout: 2s\n" + extra_cfg
+    cfg += "  requestTimeout: %s\n" % request_timeout + extra_cfg
     write_file(os.path.join(tmp, "cloud.yaml"), cfg)
     kc = ccm_kubeconfig(api, tmp)
     args = ["--kubeconfig", kc, "--cloud-provider=hcloud",

@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/time.h>
 #include <time.h>
 #include <unistd.h>
@@ -342,6 +343,54 @@ TEST(token_file_read_redacted_and_rotated)
 	CHECK(hcclient_do(c, "GET", "/servers", NULL, &o, NULL, &e) == ERR_PERMANENT);
 	CHECK_CONTAINS(e.msg, "not one line of printable characters");
 	CHECK(srv_count(&s) == 2);
+	hcclient_free(c);
+	srv_stop(&s);
+	tok_done(&t);
+}
+
+/* The credentials' generation: it moves when a different token is read,
+ * whether the file is replaced by a rename or written in place (same size,
+ * same inode), and only then; it needs no request to notice. */
+TEST(token_generation_tells_a_changed_token)
+{
+	struct srv s;
+	struct tokdir t;
+	struct hcclient *c;
+	struct errbuf e;
+	uint64_t g0, g1, g2;
+	FILE *f;
+
+	CHECK(tok_init(&t) == 0);
+	CHECK(srv_start(&s, ok_handler, NULL) == 0);
+	CHECK((c = client_for(&s, &t)) != NULL);
+	g0 = hcclient_token_generation(c);
+	CHECK(hcclient_token_generation(c) == g0);      /* no file: no change */
+	tok_write(&t, "tok-AAAA-wrong\n");
+	CHECK((g1 = hcclient_token_generation(c)) != g0);
+	CHECK(hcclient_token_generation(c) == g1);
+	/* the same token written again (a rename, or whitespace only) */
+	tok_write(&t, "tok-AAAA-wrong");
+	CHECK(hcclient_token_generation(c) == g1);
+	/* written in place: same inode, same size */
+	CHECK((f = fopen(t.path, "r+")) != NULL);
+	fputs("tok-BBBB-right", f);
+	fclose(f);
+	CHECK((g2 = hcclient_token_generation(c)) != g1);
+	/* gone: no token to retry with; back: one in force again, retry */
+	unlink(t.path);
+	CHECK(hcclient_token_generation(c) == g2);
+	tok_write(&t, "tok-BBBB-right\n");
+	CHECK((g1 = hcclient_token_generation(c)) != g2);
+	tok_write(&t, "tok-CCCC-third\n");
+	CHECK((g2 = hcclient_token_generation(c)) != g1);
+	/* a FIFO in its place is refused without being opened (an open would
+	 * wait for a writer for ever) */
+	unlink(t.path);
+	CHECK(mkfifo(t.path, 0600) == 0);
+	CHECK(hcclient_token_generation(c) == g2);
+	CHECK(hcclient_token_check(c, &e) == ERR_PERMANENT);
+	CHECK_CONTAINS(e.msg, "not a regular file");
+	CHECK(srv_count(&s) == 0);
 	hcclient_free(c);
 	srv_stop(&s);
 	tok_done(&t);

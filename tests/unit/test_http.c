@@ -302,22 +302,33 @@ TEST(connections_are_reused)
 	CHECK(s.answered == 3);
 }
 
-TEST(a_process_deadline_ends_every_request)
+/* silent_listener listens on loopback and never answers: a connection
+ * waits in its backlog. Fills url; returns the socket or -1. */
+static int
+silent_listener(char *url, size_t len)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET };
 	socklen_t al = sizeof(a);
+	int fd;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) < 0 || listen(fd, 4) < 0 ||
+	    getsockname(fd, (struct sockaddr *)&a, &al) < 0)
+		return -1;
+	snprintf(url, len, "http://127.0.0.1:%d/", ntohs(a.sin_port));
+	return fd;
+}
+
+TEST(a_process_deadline_ends_every_request)
+{
 	struct http_response resp;
 	struct errbuf e;
 	char url[64];
 	int64_t t0, took;
 	int fd;
 
-	/* a listener that never answers: the connection waits in its backlog */
-	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	fd = socket(AF_INET, SOCK_STREAM, 0);
-	CHECK(bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(fd, 4) == 0);
-	CHECK(getsockname(fd, (struct sockaddr *)&a, &al) == 0);
-	snprintf(url, sizeof(url), "http://127.0.0.1:%d/", ntohs(a.sin_port));
+	CHECK((fd = silent_listener(url, sizeof(url))) >= 0);
 	struct http_client *c = http_client_new();
 	struct http_request req = { .url = url };  /* no timeout of its own */
 	int r1, r2;
@@ -344,6 +355,67 @@ TEST(a_process_deadline_ends_every_request)
 	CHECK(took >= 290 * NS_PER_MS && took < 10 * NS_PER_S);
 	CHECK(r2 == ERR_TIMEOUT);
 	CHECK_CONTAINS(msg, "not sent: the deadline passed");
+}
+
+struct stopper {
+	struct stop *stop;
+	int64_t delay_ns;
+	int64_t at_ns;          /* when it stopped */
+};
+
+static void *
+stopper_run(void *arg)
+{
+	struct stopper *s = arg;
+
+	stop_sleep(NULL, s->delay_ns);
+	s->at_ns = clock_mono_ns();
+	stop_request(s->stop);
+	return NULL;
+}
+
+/* A stop ends a transfer to a server that accepted the connection and never
+ * answers at once (its sockets shut down; curl's progress callback would
+ * see it within a second), instead of the request's 30 s timeout; once
+ * stopped, nothing more is sent. */
+TEST(a_stop_ends_a_request_that_hangs)
+{
+	struct http_response resp;
+	struct errbuf e;
+	struct stop stop;
+	struct stopper sp = { &stop, 300 * NS_PER_MS, 0 };
+	pthread_t t;
+	char url[64], msg[sizeof(e.msg)];
+	int64_t t0, end, t1, again;
+	int fd, r1, r2;
+
+	CHECK((fd = silent_listener(url, sizeof(url))) >= 0);
+	stop_init(&stop);
+	struct http_client *c = http_client_new();
+	http_client_set_stop(c, &stop);
+	struct http_request req = { .url = url, .timeout_ms = 30000 };
+	t0 = clock_mono_ns();
+	CHECK(pthread_create(&t, NULL, stopper_run, &sp) == 0);
+	r1 = http_do(c, &req, &resp, &e);
+	end = clock_mono_ns();
+	pthread_join(t, NULL);
+	t1 = clock_mono_ns();
+	r2 = http_do(c, &req, &resp, &e);
+	again = clock_mono_ns() - t1;
+	snprintf(msg, sizeof(msg), "%s", e.msg);
+	http_client_free(c);
+	stop_destroy(&stop);
+	close(fd);
+	fprintf(stderr, "  the request ended %.0f ms after the stop\n",
+	    (double)(end - sp.at_ns) / NS_PER_MS);
+	CHECK(r1 == ERR_CANCELED);
+	CHECK(end - t0 >= 290 * NS_PER_MS);
+	/* at once; generous for a loaded machine under TSan, still below
+	 * the progress callback's second and far below the request's 30 s */
+	CHECK(end - sp.at_ns < 900 * NS_PER_MS);
+	CHECK(r2 == ERR_CANCELED);
+	CHECK(again < NS_PER_S);
+	CHECK_CONTAINS(msg, "canceled");
 }
 
 TEST(local_hosts_ignore_proxy_settings)

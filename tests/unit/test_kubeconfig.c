@@ -975,6 +975,39 @@ TEST(token_file_rotation)
 	kubeconfig_free(&kc);
 }
 
+/* The token's generation moves when a different token is read (rename or
+ * in place), not for the same token written again nor for a broken file. */
+TEST(token_generation_tells_a_rotation)
+{
+	struct kubeconfig kc;
+	struct errbuf e;
+	uint64_t g1, g2;
+
+	fx_setup();
+	fx_write("token", "first-token\n");
+	fx_mtime("token", 1000000000);
+	CHECK(fx_load(fx_user("    tokenFile: token\n"), NULL, &kc, &e) == 0);
+	g1 = kubeconfig_token_generation(&kc);
+	CHECK(kubeconfig_token_generation(&kc) == g1);
+	fx_write("token", "first-token\n");
+	fx_mtime("token", 1000000050);
+	CHECK(kubeconfig_token_generation(&kc) == g1);
+	fx_write("token", "second-token\n");
+	fx_mtime("token", 1000000100);
+	CHECK((g2 = kubeconfig_token_generation(&kc)) != g1);
+	fx_write("token", "\n");
+	fx_mtime("token", 1000000150);
+	CHECK(kubeconfig_token_generation(&kc) == g2);
+	fx_write("token.new", "third-token\n");
+	CHECK(rename(fx_path("token.new"), fx_path("token")) == 0);
+	CHECK(kubeconfig_token_generation(&kc) != g2);
+	kubeconfig_free(&kc);
+	/* a static token: nothing to look at */
+	CHECK(fx_load(fx_user("    token: static-token\n"), NULL, &kc, &e) == 0);
+	CHECK(kubeconfig_token_generation(&kc) == 0);
+	kubeconfig_free(&kc);
+}
+
 TEST(token_file_without_cache_fails)
 {
 	struct kubeconfig kc;

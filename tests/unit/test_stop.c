@@ -69,6 +69,37 @@ TEST(a_stop_wakes_a_sleeper_at_once)
 	stop_destroy(&s);
 }
 
+static void
+count_hook(void *arg)
+{
+	(*(int *)arg)++;
+}
+
+/* Hooks run once, at the first stop_request, with the flag already set;
+ * a removed hook never runs; adding to a stopped stop says so instead. */
+TEST(hooks_run_once_at_the_stop)
+{
+	struct stop s;
+	int a = 0, b = 0, c = 0;
+	struct stop_hook ha = { count_hook, &a, NULL }, hb = { count_hook, &b, NULL },
+	    hc = { count_hook, &c, NULL };
+
+	stop_init(&s);
+	CHECK(stop_hook_add(&s, &ha) == 0);
+	CHECK(stop_hook_add(&s, &hb) == 0);
+	stop_hook_remove(&s, &hb);
+	stop_hook_remove(&s, &hb);      /* twice: harmless */
+	stop_request(&s);
+	stop_request(&s);
+	CHECK(a == 1 && b == 0);
+	CHECK(stop_hook_add(&s, &hc) == 1);
+	CHECK(c == 0);
+	stop_hook_remove(&s, &ha);
+	stop_destroy(&s);
+	CHECK(stop_hook_add(NULL, &hc) == 0);
+	stop_hook_remove(NULL, &hc);
+}
+
 TEST(signals_become_a_stop)
 {
 	static struct stop s;

@@ -5,6 +5,7 @@
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "harness.h"
@@ -274,6 +275,46 @@ TEST(forget_resets_backoff)
 	CHECK(t >= 5 * MS && t < 300 * MS);
 	CHECK(wq_num_requeues(q, k) == 1);
 	CHECK(wq_done(q, k) == 0);
+	wq_free(q);
+}
+
+/* wq_retry_now: keys sitting out a long backoff are handed out at once,
+ * their failure count is gone, and a key held meanwhile is left alone. */
+TEST(retry_now_ends_backoffs)
+{
+	struct wq *q = new_queue("t_retry_now", exponential(20 * NS_PER_S, 60 * NS_PER_S));
+	const char *k, *held;
+	int64_t t0;
+	int seen_a = 0, seen_b = 0;
+
+	CHECK(wq_retry_now(q) == 0);
+	CHECK(wq_add_rate_limited(q, "a") == 0);
+	CHECK(wq_add_rate_limited(q, "b") == 0);
+	CHECK(wq_add(q, "h") == 0);
+	CHECK(wq_get(q, &held) == 1);
+	CHECK(strcmp(held, "h") == 0);
+	CHECK(wq_num_requeues(q, "a") == 1);
+	CHECK(wq_len(q) == 0);
+	t0 = now_ns();
+	CHECK(wq_retry_now(q) == 2);
+	CHECK(wq_num_requeues(q, "a") == 0);
+	CHECK(wq_num_requeues(q, "b") == 0);
+	for (int i = 0; i < 2; i++) {
+		CHECK(wq_get(q, &k) == 1);
+		seen_a += strcmp(k, "a") == 0;
+		seen_b += strcmp(k, "b") == 0;
+		CHECK(wq_done(q, k) == 0);
+	}
+	CHECK(seen_a == 1 && seen_b == 1);
+	/* not the 20 s backoff */
+	CHECK(now_ns() - t0 < 5 * NS_PER_S);
+	CHECK(wq_done(q, held) == 0);
+	CHECK(wq_len(q) == 0);
+	/* a failure after it starts from the first delay again */
+	CHECK(wq_add_rate_limited(q, "a") == 0);
+	CHECK(wq_num_requeues(q, "a") == 1);
+	wq_shutdown(q);
+	CHECK(wq_retry_now(q) == 0);
 	wq_free(q);
 }
 
