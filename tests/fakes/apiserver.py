@@ -348,6 +348,11 @@ class FakeAPIServer(object):
         self._watch_holds = []
         self._log = []
         self._seq = 0
+        # writes past the fault checks and not logged yet: a test that saw
+        # a write's effect (an object changed or gone) and then reads the
+        # log must find the write there (request_log waits for them)
+        self._writes_in_flight = set()
+        self._writes_done = threading.Condition(self._lock)
         self._log_file = None
         self._conns = set()
         self._lsock = None
@@ -784,8 +789,14 @@ class FakeAPIServer(object):
     # -- request log -------------------------------------------------------
 
     def request_log(self, since=0):
-        """Logged requests (dicts) with seq > since, oldest first."""
+        """Logged requests (dicts) with seq > since, oldest first. A write
+        being served when this is called (its effect may already be seen)
+        is waited for, at most 5 s, so the log holds it."""
         with self._lock:
+            pending = set(self._writes_in_flight)
+            if pending:
+                self._writes_done.wait_for(
+                    lambda: not (pending & self._writes_in_flight), timeout=5.0)
             return [dict(e) for e in self._log if e["seq"] > since]
 
     def clear_request_log(self):
@@ -802,6 +813,9 @@ class FakeAPIServer(object):
             self._seq += 1
             e["seq"] = self._seq
             self._log.append(e)
+            if id(e) in self._writes_in_flight:
+                self._writes_in_flight.discard(id(e))
+                self._writes_done.notify_all()
             if self._log_file:
                 self._log_file.write(json.dumps(e, sort_keys=True) + "\n")
                 self._log_file.flush()
@@ -945,6 +959,9 @@ class FakeAPIServer(object):
                         self._read_body(h, drain_only=True)
                         raise kerrors.status_for_code(f.status, f.message,
                                                       f.retry_after)
+            if not control and h.command in ("POST", "PUT", "PATCH", "DELETE"):
+                with self._lock:
+                    self._writes_in_flight.add(id(entry))
             body = self._read_body(h)
             if body and h.command in ("POST", "PUT", "PATCH", "DELETE"):
                 entry["body"] = _loggable(body)
