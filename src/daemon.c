@@ -51,17 +51,6 @@
 
 struct stop daemon_stop;
 
-void
-daemon_lease_config(const struct options *o, struct lease_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->namespace = o->leader_elect_resource_namespace;
-	cfg->name = o->leader_elect_resource_name;
-	cfg->lease_duration_ns = o->leader_elect_lease_duration_ns;
-	cfg->renew_deadline_ns = o->leader_elect_renew_deadline_ns;
-	cfg->retry_period_ns = o->leader_elect_retry_period_ns;
-}
-
 /* The controllers --controllers names and what each needs of the
  * provider. */
 static const struct daemon_controller {
@@ -265,7 +254,7 @@ daemon_check_kubeconfig(const struct options *o)
 	struct kube_client c;
 	struct errbuf e = { "" };
 	char version[128], user[256], groups[1024], limit[32];
-	int64_t deadline = clock_mono_ns() + o->timeout_ns;
+	int64_t deadline = clock_add_ns(clock_mono_ns(), o->timeout_ns);
 	int r;
 
 	if ((r = daemon_client(o, &kc, &c, &e)) < 0) {
@@ -801,7 +790,7 @@ daemon_run(const struct options *o)
 	}
 	if (o->leader_elect) {
 		struct lease_config lc;
-		daemon_lease_config(o, &lc);
+		options_lease_config(o, &lc);
 		lc.on_started_leading = daemon_started_leading;
 		lc.on_stopped_leading = daemon_stopped_leading;
 		lc.arg = &d;

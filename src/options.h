@@ -124,6 +124,31 @@ int options_controller_enabled(const struct options *o, unsigned ctrl);
 #define OPTIONS_EXIT_HELP 1
 #define OPTIONS_EXIT_VERSION 2
 
+/* Bounds checked by options_parse, so by the daemon and --validate alike
+ * (the operator guide's input limits list them). A duration past its bound
+ * is a typo, not a setting: one near the 64-bit maximum once made a loop
+ * spin on a deadline that overflowed. Every upstream default is inside. */
+#define OPTIONS_PERIOD_MAX_S (24 * 3600)   /* --node-monitor-period, --node-status-update-
+                                              frequency, --route-reconciliation-period,
+                                              --service-sync-period */
+#define OPTIONS_WEEK_S (7 * 24 * 3600)     /* --min-resync-period, --node-deletion-grace-period */
+#define OPTIONS_LEASE_MAX_S 3600           /* --leader-elect-lease-duration, -renew-deadline,
+                                              -retry-period */
+#define OPTIONS_TTL_MAX_S (24 * 3600)      /* the --authentication-* and --authorization-*
+                                              cache TTLs */
+#define OPTIONS_TIMEOUT_MAX_S 3600         /* check-kubeconfig's --timeout */
+#define OPTIONS_OBJECT_NAME_MAX 253        /* bytes: --node-name, --leader-elect-resource-name
+                                              (DNS-1123 subdomains) */
+#define OPTIONS_NAMESPACE_MAX 63           /* bytes: --leader-elect-resource-namespace
+                                              (a DNS-1123 label) */
+#define OPTIONS_CLUSTER_NAME_MAX 63        /* bytes of --cluster-name: a label value */
+
+struct lease_config;
+
+/* options_lease_config fills cfg from the --leader-elect-* options
+ * (callbacks and identity left NULL). */
+void options_lease_config(const struct options *o, struct lease_config *cfg);
+
 /* options_parse parses argv[first..argc) into o. */
 int options_parse(struct options *o, int argc, char **argv, int first,
     struct errbuf *e);

@@ -241,7 +241,7 @@ doctor_cmd(int argc, char **argv, struct stop *stop)
 	kube_client_set_stop(&c, stop);
 	/* one deadline for every request (a request after it fails unsent;
 	 * a transfer it cuts has run to it, so the message below is true) */
-	deadline = clock_mono_ns() + o.timeout_ns;
+	deadline = clock_add_ns(clock_mono_ns(), o.timeout_ns);
 	http_set_deadline(deadline);
 	if ((r = doctor_read(&c, &in, &e)) < 0) {
 		if (clock_mono_ns() >= deadline) {

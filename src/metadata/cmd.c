@@ -114,7 +114,7 @@ static int
 md_cmd_fetch(struct md_config *cfg, const struct md_cmd_opts *o, struct stop *stop,
     struct md_instance *in, struct errbuf *e)
 {
-	struct md_cmd_deadline d = { stop, clock_mono_ns() + o->timeout_ns, 0 };
+	struct md_cmd_deadline d = { stop, clock_add_ns(clock_mono_ns(), o->timeout_ns), 0 };
 	pthread_t t;
 	char limit[32];
 	int r, watching;
