@@ -307,6 +307,9 @@ struct cloud_config {
 	const char *md_config_drive;
 	struct stop *stop;                 /* abandon cloud retries once stopped */
 	const char *cluster_name;          /* --cluster-name */
+	int validate;                      /* --validate: an input the daemon would start
+	                                      without and wait for (a credential file
+	                                      not written yet) is an error */
 };
 
 struct cloud_provider {

@@ -326,6 +326,8 @@ struct daemon {
 	struct kubeconfig kc;
 	struct kubeconfig authn_kc;  /* --authentication-kubeconfig's, or zeroed */
 	struct kubeconfig authz_kc;  /* --authorization-kubeconfig's, or zeroed */
+	struct kubeconfig *authn;    /* the TokenReviews' identity: &kc or &authn_kc */
+	struct kubeconfig *authz;    /* the SubjectAccessReviews': &kc or &authz_kc */
 	struct reflector *nodes;     /* every replica: its own node (metadata fallback) */
 	struct reflector *services;  /* the service controller's cache */
 	struct lease *lease;         /* NULL with --leader-elect=false */
@@ -459,7 +461,7 @@ daemon_stopped_leading(void *arg)
  * fallback provider itself, DAEMON_FALLBACK_PROVIDER for the local node. No
  * --cloud-provider: no cloud controllers. */
 static int
-daemon_provider(struct daemon *d, struct errbuf *e)
+daemon_provider(struct daemon *d, int validate, struct errbuf *e)
 {
 	const struct options *o = d->o;
 	struct cloud_config cc = {
@@ -470,6 +472,8 @@ daemon_provider(struct daemon *d, struct errbuf *e)
 		.md_dmi_dir = o->metadata_dmi_dir,
 		.md_config_drive = o->metadata_config_drive,
 		.stop = &daemon_stop,
+		.cluster_name = o->cluster_name,
+		.validate = validate,
 	};
 	const struct cloud_provider *fb;
 	struct errbuf fe = { "" };
@@ -725,6 +729,52 @@ daemon_watch_health(struct daemon *d)
 	while (!stop_sleep(&daemon_stop, DAEMON_HEALTH_POLL_NS));
 }
 
+/* daemon_preflight runs every check the daemon makes before it starts,
+ * loading what it will run with into d: the kubeconfigs (--kubeconfig, then
+ * the review ones), the provider with its cloud config, and the serving
+ * endpoint's flags and files (serve_preflight). daemon_run and --validate
+ * both call it, so --validate cannot pass what the daemon then refuses; the
+ * flags themselves were checked by options_parse. validate: the provider
+ * also refuses what the daemon would start without (cloud_config.validate).
+ * Returns 0, or an error with e and *ret_what, the log message saying which
+ * step failed; what was loaded is freed by daemon_release. */
+static int
+daemon_preflight(struct daemon *d, int validate, const char **ret_what, struct errbuf *e)
+{
+	const struct options *o = d->o;
+	int r;
+
+	*ret_what = "Cannot load the API server configuration";
+	if ((r = daemon_connect_config(o, &d->kc, e)) < 0)
+		return r;
+	if ((d->authn = daemon_review_config(o, o->authentication_kubeconfig, &d->kc,
+	    &d->authn_kc, "--authentication-kubeconfig", e)) == NULL ||
+	    (d->authz = daemon_review_config(o, o->authorization_kubeconfig, &d->kc,
+	    &d->authz_kc, "--authorization-kubeconfig", e)) == NULL)
+		return ERR_INVALID;
+	*ret_what = "Cannot start the cloud provider";
+	if ((r = daemon_provider(d, validate, e)) < 0)
+		return errbuf_prefix(e, r, "--cloud-provider %s", o->cloud_provider);
+	*ret_what = "Cannot serve";
+	if ((r = serve_preflight(o, e)) < 0)
+		return r;
+	return 0;
+}
+
+/* daemon_release frees what daemon_preflight loaded. */
+static void
+daemon_release(struct daemon *d)
+{
+	if (d->provider)
+		d->provider->free(d->provider_state);
+	if (d->fallback)
+		d->fallback->free(d->fallback_state);
+	d->provider = d->fallback = NULL;
+	kubeconfig_free(&d->authn_kc);
+	kubeconfig_free(&d->authz_kc);
+	kubeconfig_free(&d->kc);
+}
+
 int
 daemon_run(const struct options *o)
 {
@@ -732,41 +782,29 @@ daemon_run(const struct options *o)
 	struct kube_client c;
 	struct errbuf e = { "" };
 	char version[128], user[256], groups[1024];
-	int r, rc = 0;
+	const char *what;
+	int rc = 0;
 
-	struct kubeconfig *authn, *authz;
-
-	if ((r = daemon_client(o, &d.kc, &c, &e)) < 0) {
-		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
+	if (daemon_preflight(&d, 0, &what, &e) < 0) {
+		log_error(what, "err", e.msg, NULL);
+		daemon_release(&d);
 		return 1;
 	}
+	kube_client_init(&c, &d.kc, "bootccm/" BOOTCCM_VERSION);
+	kube_client_set_stop(&c, &daemon_stop);
 	/* the wait for the API server is a retry loop of its own: one attempt per
 	 * call, so a server that comes up is seen at the next poll */
 	kube_client_set_retries(&c, 0, 0, 0);
-	if ((authn = daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
-	    "--authentication-kubeconfig", &e)) == NULL ||
-	    (authz = daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
-	    "--authorization-kubeconfig", &e)) == NULL) {
-		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
-		rc = 1;
-		goto out;
-	}
 	log_info(0, "Starting bootccm", "version", BOOTCCM_VERSION, "commit", BOOTCCM_COMMIT,
 	    "kubeconfig", d.kc.source, "server", d.kc.server, "node", o->node_name,
 	    "cloudProvider", o->cloud_provider ? o->cloud_provider : "", NULL);
 	flowcontrol_init(o->kube_api_qps, o->kube_api_burst);
-	if (daemon_provider(&d, &e) < 0) {
-		log_error("Cannot start the cloud provider", "provider", o->cloud_provider,
-		    "err", e.msg, NULL);
-		rc = 1;
-		goto out;
-	}
 	daemon_warn_config(o, &d.kc, d.provider);
 
 	/* probes answer from the start: alive while waiting, not ready */
 	if (serve_add_readyz("informer-sync", daemon_ready_informers, &d) < 0 ||
 	    serve_add_healthz("leaderElection", daemon_health_lease, &d) < 0 ||
-	    serve_start(o, authn, authz, &e) < 0) {
+	    serve_start(o, d.authn, d.authz, &e) < 0) {
 		log_error("Cannot serve", "err", e.msg, NULL);
 		serve_stop();
 		rc = 1;
@@ -838,14 +876,8 @@ stop:
 		events_stop(d.events, 2 * NS_PER_S);
 	events_free(d.events);
 out:
-	if (d.provider)
-		d.provider->free(d.provider_state);
-	if (d.fallback)
-		d.fallback->free(d.fallback_state);
 	kube_client_cleanup(&c);
-	kubeconfig_free(&d.authn_kc);
-	kubeconfig_free(&d.authz_kc);
-	kubeconfig_free(&d.kc);
+	daemon_release(&d);
 	return rc;
 }
 
@@ -854,33 +886,18 @@ daemon_validate(const struct options *o)
 {
 	struct daemon d = { .o = o };
 	struct errbuf e = { "" };
-	int rc = 2;
+	const char *what;
 
-	if (daemon_connect_config(o, &d.kc, &e) < 0 ||
-	    daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
-	    "--authentication-kubeconfig", &e) == NULL ||
-	    daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
-	    "--authorization-kubeconfig", &e) == NULL)
-		goto out;
-	if (daemon_provider(&d, &e) < 0) {
-		errbuf_prefix(&e, ERR_INVALID, "--cloud-provider %s", o->cloud_provider);
-		goto out;
+	if (daemon_preflight(&d, 1, &what, &e) < 0) {
+		log_print(STDERR_FILENO, "bootccm: --validate: %s\n", e.msg);
+		daemon_release(&d);
+		return 2;
 	}
 	daemon_warn_config(o, &d.kc, d.provider);
 	log_print(STDOUT_FILENO, "valid: kubeconfig %s (server %s), cloud provider %s, "
 	    "cloud config %s\n", d.kc.source, d.kc.server,
 	    o->cloud_provider && *o->cloud_provider ? o->cloud_provider : "(none)",
 	    o->cloud_config && *o->cloud_config ? o->cloud_config : "(none)");
-	rc = 0;
-out:
-	if (rc != 0)
-		log_print(STDERR_FILENO, "bootccm: --validate: %s\n", e.msg);
-	if (d.provider)
-		d.provider->free(d.provider_state);
-	if (d.fallback)
-		d.fallback->free(d.fallback_state);
-	kubeconfig_free(&d.authn_kc);
-	kubeconfig_free(&d.authz_kc);
-	kubeconfig_free(&d.kc);
-	return rc;
+	daemon_release(&d);
+	return 0;
 }

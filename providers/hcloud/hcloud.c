@@ -165,6 +165,13 @@ hcloud_init(const struct cloud_config *cfg, void **ret_state, struct errbuf *e)
 		errbuf_prefix(e, r, "%s: hcloud", file);
 		goto out;
 	}
+	/* the daemon starts without a token (the local node comes from the
+	 * metadata service) and reads it once written; --validate wants it now,
+	 * read as every request reads it */
+	if (cfg->validate && (r = hcclient_token_check(st->client, e)) < 0) {
+		r = errbuf_prefix(e, ERR_INVALID, "%s: hcloud.tokenFile", file);
+		goto out;
+	}
 	family = strcmp(f.address_family, "dualstack") == 0 ? HCSERVER_IPV4 | HCSERVER_IPV6 :
 	    strcmp(f.address_family, "ipv6") == 0 ? HCSERVER_IPV6 : HCSERVER_IPV4;
 	st->net = hcnet_new(st->client, f.network);
