@@ -641,22 +641,45 @@ options_parse(struct options *o, int argc, char **argv, int first, struct errbuf
 	return options_validate(o, e);
 }
 
+const struct options_cmd options_cmds[] = {
+	{ "check-kubeconfig", OPTIONS_CMD_CHECK_KUBECONFIG, "[flags]",
+	  "connect once, print the server version and user" },
+	{ "metadata", OPTIONS_CMD_METADATA, "[flags]",
+	  "print this instance's facts (see metadata --help)" },
+	{ "doctor", OPTIONS_CMD_DOCTOR, "[flags]",
+	  "name the bootstrap deadlocks of a live cluster (see doctor --help)" },
+	{ "version", OPTIONS_CMD_VERSION, "| --version", "print the version" },
+	{ "help", OPTIONS_CMD_HELP, "| -h | --help", "this text" },
+};
+const size_t options_cmds_n = sizeof(options_cmds) / sizeof(options_cmds[0]);
+
+const struct options_cmd *
+options_cmd_find(const char *name)
+{
+	for (size_t i = 0; i < options_cmds_n; i++)
+		if (strcmp(options_cmds[i].name, name) == 0)
+			return &options_cmds[i];
+	return NULL;
+}
+
 void
 options_usage(FILE *out, const char *prog)
 {
 	struct options o;
 	struct flag t[OPTIONS_MAX];
 	size_t n;
+	char syn[64];
 
 	memset(&o, 0, sizeof(o));
 	n = options_table(&o, t, OPTIONS_MAX);
-	fprintf(out,
-	    "Usage: %s [flags]                  run the cloud-controller-manager\n"
-	    "       %s --validate [flags]       check the configuration, start nothing\n"
-	    "       %s check-kubeconfig [flags] connect once, print the server version and user\n"
-	    "       %s metadata [flags]         print this instance's facts (see metadata --help)\n"
-	    "       %s help | -h | --help | --version\n\n"
-	    "Flags:\n", prog, prog, prog, prog, prog);
+	fprintf(out, "Usage: %s %-24s run the cloud-controller-manager\n", prog, "[flags]");
+	fprintf(out, "       %s %-24s check the configuration, start nothing\n", prog,
+	    "--validate [flags]");
+	for (size_t i = 0; i < options_cmds_n; i++) {
+		snprintf(syn, sizeof(syn), "%s %s", options_cmds[i].name, options_cmds[i].args);
+		fprintf(out, "       %s %-24s %s\n", prog, syn, options_cmds[i].purpose);
+	}
+	fprintf(out, "\nFlags:\n");
 	flags_usage(t, n - OPTIONS_COMPAT_N, out);
 	fprintf(out, "\nUpstream cloud-controller-manager flags bootccm accepts without "
 	    "acting on them, or refuses\n(logged at start when given; the operator guide "

@@ -159,6 +159,29 @@ int options_parse(struct options *o, int argc, char **argv, int first,
  * The daemon logs each one at start. */
 const char *options_ignored(const struct options *o, size_t *iter, const char **ret_flag);
 
+/* The subcommands, argv[1]: main dispatches through this table and --help's
+ * usage lines are printed from it, so neither can miss one. */
+enum options_cmd_id {
+	OPTIONS_CMD_CHECK_KUBECONFIG,
+	OPTIONS_CMD_METADATA,
+	OPTIONS_CMD_DOCTOR,
+	OPTIONS_CMD_VERSION,
+	OPTIONS_CMD_HELP,
+};
+
+struct options_cmd {
+	const char *name;       /* argv[1] */
+	enum options_cmd_id id;
+	const char *args;       /* after the name in the usage line */
+	const char *purpose;    /* the usage line's explanation */
+};
+
+extern const struct options_cmd options_cmds[];
+extern const size_t options_cmds_n;
+
+/* options_cmd_find returns the subcommand named name, or NULL. */
+const struct options_cmd *options_cmd_find(const char *name);
+
 /* options_usage writes the --help text. */
 void options_usage(FILE *out, const char *prog);
 

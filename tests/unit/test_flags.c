@@ -509,4 +509,29 @@ TEST(usage_lists_defaults)
 	free(buf);
 }
 
+/* The usage lines name every subcommand of the table main dispatches
+ * through (doctor was missing), each on its own line before the flags. */
+TEST(usage_names_every_subcommand)
+{
+	char *buf = NULL, want[64];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	options_usage(f, "bootccm");
+	fclose(f);
+	char *flags = strstr(buf, "\nFlags:\n");
+	CHECK(flags != NULL);
+	*flags = '\0';
+	CHECK(options_cmds_n >= 5);
+	for (size_t i = 0; i < options_cmds_n; i++) {
+		snprintf(want, sizeof(want), "\n       bootccm %s ", options_cmds[i].name);
+		CHECK_CONTAINS(buf, want);
+		CHECK(options_cmd_find(options_cmds[i].name) == &options_cmds[i]);
+	}
+	CHECK_CONTAINS(buf, "bootccm doctor [flags]");
+	CHECK_CONTAINS(buf, "bootccm --validate [flags]");
+	CHECK(options_cmd_find("doctors") == NULL && options_cmd_find("") == NULL);
+	free(buf);
+}
+
 TEST_MAIN()
