@@ -457,6 +457,14 @@ daemon_stopped_leading(void *arg)
 		nodectl_set_leading(d->nodectl, 0);
 }
 
+/* daemon_provider_warn logs what a provider's init says of input it
+ * accepts (cloud_config.warn). */
+static void
+daemon_provider_warn(const char *msg)
+{
+	log_warn("The cloud config is accepted with a warning", "warning", msg, NULL);
+}
+
 /* daemon_provider initializes --cloud-provider and, when it is not the
  * fallback provider itself, DAEMON_FALLBACK_PROVIDER for the local node. No
  * --cloud-provider: no cloud controllers. */
@@ -473,6 +481,7 @@ daemon_provider(struct daemon *d, int validate, struct errbuf *e)
 		.md_config_drive = o->metadata_config_drive,
 		.stop = &daemon_stop,
 		.cluster_name = o->cluster_name,
+		.warn = daemon_provider_warn,
 		.validate = validate,
 	};
 	const struct cloud_provider *fb;
@@ -492,6 +501,7 @@ daemon_provider(struct daemon *d, int validate, struct errbuf *e)
 		log_warn("No instance metadata fallback for the local node", "err", fe.msg, NULL);
 	} else if (fb != d->provider) {
 		cc.config_path = NULL;
+		cc.warn = NULL;
 		if (fb->init(&cc, &d->fallback_state, &fe) < 0)
 			log_warn("No instance metadata fallback for the local node", "err", fe.msg,
 			    NULL);
