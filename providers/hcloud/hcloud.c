@@ -74,6 +74,7 @@ static const struct cloudconfig_key hcloud_section_schema[] = {
 	{ .key = "addressFamily", .type = CLOUDCONFIG_STRING, .def = "ipv4",
 	  .check = hcloud_check_family, .offset = offsetof(struct hcloud_file, address_family) },
 	{ .key = "requestTimeout", .type = CLOUDCONFIG_DURATION, .def = "15s",
+	  .min = 0, .max = HCLOUD_TIMEOUT_MAX_NS,
 	  .offset = offsetof(struct hcloud_file, timeout_ns) },
 	{ .key = "maxRoutes", .type = CLOUDCONFIG_INT, .def = "100", .min = 1, .max = 100000,
 	  .offset = offsetof(struct hcloud_file, max_routes) },
