@@ -457,16 +457,11 @@ options_durations(const struct options *o, struct errbuf *e)
 		  o->authorization_webhook_cache_unauthorized_ttl_ns, 0, OPTIONS_TTL_MAX_S * NS_PER_S },
 		{ "timeout", o->timeout_ns, 1, OPTIONS_TIMEOUT_MAX_S * NS_PER_S },
 	};
-	char v[32], max[32];
+	int r;
 
-	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++) {
-		if (d[i].v >= d[i].min && d[i].v <= d[i].max)
-			continue;
-		duration_format(d[i].v, v, sizeof(v));
-		duration_format(d[i].max, max, sizeof(max));
-		return errbuf_set(e, ERR_INVALID, "--%s %s: must be %s and at most %s", d[i].name,
-		    v, d[i].min > 0 ? "greater than zero" : "zero or more", max);
-	}
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if ((r = duration_check(d[i].name, d[i].v, d[i].min, d[i].max, e)) < 0)
+			return r;
 	return 0;
 }
 

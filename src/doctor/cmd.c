@@ -219,6 +219,10 @@ doctor_cmd(int argc, char **argv, struct stop *stop)
 		    "-v not negative");
 		goto usage;
 	}
+	if (duration_check("timeout", o.timeout_ns, 1, DOCTOR_TIMEOUT_MAX_S * NS_PER_S, &e) < 0 ||
+	    duration_check("threshold", o.threshold_ns, 0, DOCTOR_THRESHOLD_MAX_S * NS_PER_S,
+	    &e) < 0)
+		goto usage;
 	log_init(o.verbosity, LOG_TEXT, STDERR_FILENO);
 	if (o.local) {
 		if ((r = kubeconfig_load(o.ccm_kubeconfig, NULL, &ccm, &e)) < 0) {

@@ -130,3 +130,17 @@ def test_a_missing_hcloud_token_file_fails_validate(api, tmp):
     r = run(args)
     assert r.returncode == 0, r.stderr
     assert "validate-token-0123456789" not in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("args, rc", [
+    (["metadata", "--timeout=" + BIG], 2),
+    (["metadata", "--timeout=1h0m0.000000001s"], 2),
+    (["doctor", "--timeout=" + BIG], 3),
+    (["doctor", "--threshold=" + BIG], 3),
+    (["check-kubeconfig", "--timeout=" + BIG], 2),
+])
+def test_the_subcommands_durations_are_bounded_too(args, rc):
+    r = run(args, timeout=30)
+    flag = args[1].split("=")[0]
+    assert r.returncode == rc, (args, r.stderr)
+    assert flag + " " in r.stderr and "at most" in r.stderr, r.stderr
