@@ -477,7 +477,8 @@ options_names(const struct options *o, struct errbuf *e)
 	if (strlen(n) > OPTIONS_OBJECT_NAME_MAX || !labelsel_dns_subdomain_ok(n))
 		return errbuf_set(e, ERR_INVALID, "--node-name \"%.64s%s\" (%zu bytes): not a Node "
 		    "name (a DNS-1123 subdomain: at most 253 bytes of lowercase letters, digits, "
-		    "'-' and '.')", n, strlen(n) > 64 ? "..." : "", strlen(n));
+		    "'-' and '.'; without the flag, the host name in lowercase)", n,
+		    strlen(n) > 64 ? "..." : "", strlen(n));
 	if (*c == '\0' || strlen(c) > OPTIONS_CLUSTER_NAME_MAX || !labelsel_value_ok(c))
 		return errbuf_set(e, ERR_INVALID, "--cluster-name \"%.64s%s\" (%zu bytes): want 1 to "
 		    "%d letters, digits, '-', '_' or '.', starting and ending with a letter or "
