@@ -961,7 +961,8 @@ int
 ipam_range_huge(const struct ipam_range *r)
 {
 	/* half of 2^32 or of 2^128 */
-	double half = r->first.family == 4 ? 2147483648.0 : 170141183460469231731687303715884105728.0;
+	double half = r->first.family == 4 ? 2147483648.0 :
+	    170141183460469231731687303715884105728.0;
 
 	return netaddr_count(&r->first, &r->last) >= half - 2;
 }

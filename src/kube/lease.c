@@ -223,7 +223,8 @@ lease_decide(const struct lease_observed *o, const char *identity, int duration_
 int
 lease_health(int acting, int64_t renewed_ns, int64_t lease_duration_ns, int64_t now_ns)
 {
-	return !acting || now_ns - renewed_ns <= clock_add_ns(lease_duration_ns, LEASE_HEALTH_TIMEOUT_NS);
+	return !acting ||
+	    now_ns - renewed_ns <= clock_add_ns(lease_duration_ns, LEASE_HEALTH_TIMEOUT_NS);
 }
 
 /* --- configuration ------------------------------------------------------------ */
