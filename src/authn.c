@@ -566,7 +566,7 @@ authn_authenticate(struct authn *a, const char *token, int64_t now_ns,
 	if (r < 0)
 		return r;
 	authn_cache_put(&a->tokens, key, r, r == 1 ? u.info : e->msg,
-	    now_ns + a->token_ttl_ns, now_ns);
+	    clock_add_ns(now_ns, a->token_ttl_ns), now_ns);
 	if (r == 1)
 		*ret = u;
 	return r;
@@ -600,7 +600,7 @@ authn_authorize(struct authn *a, const struct authn_user *u, const char *verb,
 	if (r < 0)
 		goto out;
 	authn_cache_put(&a->decisions, key, r, r == 1 ? NULL : e->msg,
-	    now_ns + (r == 1 ? a->allow_ttl_ns : a->deny_ttl_ns), now_ns);
+	    clock_add_ns(now_ns, r == 1 ? a->allow_ttl_ns : a->deny_ttl_ns), now_ns);
 out:
 	free(value);
 	free(body);

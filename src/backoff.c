@@ -39,12 +39,17 @@ backoff_delay(const struct backoff *b, unsigned step, double u)
 	if (d > 0 && b->factor > 1)
 		for (unsigned i = 0; i < step && d < (double)b->cap_ns; i++)
 			d *= b->factor;
-	if (d > (double)b->cap_ns)
-		d = (double)b->cap_ns;
 	if (!(u >= 0) || u >= 1)
 		u = 0;
+	/* at the cap, in integers: (double)INT64_MAX is 2^63, which does not
+	 * convert back */
+	if (d >= (double)b->cap_ns) {
+		if (b->jitter * u == 0)
+			return b->cap_ns;
+		d = (double)b->cap_ns;
+	}
 	d -= d * b->jitter * u;
-	return (int64_t)d;
+	return d >= 9223372036854775807.0 ? b->cap_ns : (int64_t)d;
 }
 
 double

@@ -29,3 +29,13 @@ clock_real_ns(void)
 {
 	return clock_read(CLOCK_REALTIME);
 }
+
+int64_t
+clock_add_ns(int64_t t, int64_t d)
+{
+	int64_t r;
+
+	if (__builtin_add_overflow(t, d, &r))
+		return d > 0 ? INT64_MAX : INT64_MIN;
+	return r;
+}

@@ -22,4 +22,10 @@ int64_t clock_boot_ns(void);
 /* clock_real_ns returns CLOCK_REALTIME (nanoseconds since the Unix epoch). */
 int64_t clock_real_ns(void);
 
+/* clock_add_ns returns t + d saturated to [INT64_MIN, INT64_MAX]: every
+ * deadline made of a clock reading and a duration goes through it, so a
+ * duration near the 64-bit maximum is a deadline that never comes, not one
+ * in the past (which made loops spin). Pure. */
+int64_t clock_add_ns(int64_t t, int64_t d);
+
 #endif

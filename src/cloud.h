@@ -307,6 +307,12 @@ struct cloud_config {
 	const char *md_config_drive;
 	struct stop *stop;                 /* abandon cloud retries once stopped */
 	const char *cluster_name;          /* --cluster-name */
+	void (*warn)(const char *msg);     /* NULL: none; init's warnings about input it
+	                                      accepts (the daemon logs them, --validate
+	                                      too); msg names the file and field */
+	int validate;                      /* --validate: an input the daemon would start
+	                                      without and wait for (a credential file
+	                                      not written yet) is an error */
 };
 
 struct cloud_provider {

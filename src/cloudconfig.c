@@ -294,6 +294,14 @@ cloudconfig_value(const struct cloudconfig_ctx *c, const struct cloudconfig_key 
 		if (!cloudconfig_cstring(v) || duration_parse(v->scalar, &ns) < 0 || ns < 0)
 			return cloudconfig_kind_err(c, v, k->key,
 			    "a duration such as \"30s\" or \"5m\"", section);
+		if ((k->min != 0 || k->max != 0) && (ns < k->min || ns > k->max)) {
+			char lo[32], hi[32];
+			duration_format(k->min, lo, sizeof(lo));
+			duration_format(k->max, hi, sizeof(hi));
+			return errbuf_set(c->e, ERR_INVALID, "%s:%d:%d: key \"%s\" in %s: \"%.64s\": "
+			    "want a duration from %s to %s", c->name, v->line, v->col, k->key,
+			    section, v->scalar, lo, hi);
+		}
 		*(int64_t *)field = ns;
 		return 0;
 	case CLOUDCONFIG_STRING_LIST:

@@ -69,7 +69,8 @@ struct cloudconfig_key {
 	const char *def;        /* default, written as in the file ("30s", "true");
 	                           lists and maps: none (empty); NULL: none */
 	size_t offset;          /* of the field in the output struct */
-	long long min, max;     /* CLOUDCONFIG_INT bounds; both 0: any */
+	long long min, max;     /* CLOUDCONFIG_INT bounds, CLOUDCONFIG_DURATION's in
+	                           nanoseconds; both 0: any */
 	const struct cloudconfig_key *section; /* CLOUDCONFIG_SECTION's schema, and
 	                           CLOUDCONFIG_SECTION_LIST's for each element */
 	size_t elem_size;       /* CLOUDCONFIG_SECTION_LIST: bytes of one element */

@@ -58,17 +58,6 @@
 
 struct stop daemon_stop;
 
-void
-daemon_lease_config(const struct options *o, struct lease_config *cfg)
-{
-	memset(cfg, 0, sizeof(*cfg));
-	cfg->namespace = o->leader_elect_resource_namespace;
-	cfg->name = o->leader_elect_resource_name;
-	cfg->lease_duration_ns = o->leader_elect_lease_duration_ns;
-	cfg->renew_deadline_ns = o->leader_elect_renew_deadline_ns;
-	cfg->retry_period_ns = o->leader_elect_retry_period_ns;
-}
-
 /* The controllers --controllers names and what each needs of the
  * provider. */
 static const struct daemon_controller {
@@ -272,7 +261,7 @@ daemon_check_kubeconfig(const struct options *o)
 	struct kube_client c;
 	struct errbuf e = { "" };
 	char version[128], user[256], groups[1024], limit[32];
-	int64_t deadline = clock_mono_ns() + o->timeout_ns;
+	int64_t deadline = clock_add_ns(clock_mono_ns(), o->timeout_ns);
 	int r;
 
 	if ((r = daemon_client(o, &kc, &c, &e)) < 0) {
@@ -344,6 +333,8 @@ struct daemon {
 	struct kubeconfig kc;
 	struct kubeconfig authn_kc;  /* --authentication-kubeconfig's, or zeroed */
 	struct kubeconfig authz_kc;  /* --authorization-kubeconfig's, or zeroed */
+	struct kubeconfig *authn;    /* the TokenReviews' identity: &kc or &authn_kc */
+	struct kubeconfig *authz;    /* the SubjectAccessReviews': &kc or &authz_kc */
 	struct reflector *nodes;     /* every replica: its own node (metadata fallback) */
 	struct reflector *services;  /* the service controller's cache */
 	struct lease *lease;         /* NULL with --leader-elect=false */
@@ -473,11 +464,19 @@ daemon_stopped_leading(void *arg)
 		nodectl_set_leading(d->nodectl, 0);
 }
 
+/* daemon_provider_warn logs what a provider's init says of input it
+ * accepts (cloud_config.warn). */
+static void
+daemon_provider_warn(const char *msg)
+{
+	log_warn("The cloud config is accepted with a warning", "warning", msg, NULL);
+}
+
 /* daemon_provider initializes --cloud-provider and, when it is not the
  * fallback provider itself, DAEMON_FALLBACK_PROVIDER for the local node. No
  * --cloud-provider: no cloud controllers. */
 static int
-daemon_provider(struct daemon *d, struct errbuf *e)
+daemon_provider(struct daemon *d, int validate, struct errbuf *e)
 {
 	const struct options *o = d->o;
 	struct cloud_config cc = {
@@ -488,6 +487,9 @@ daemon_provider(struct daemon *d, struct errbuf *e)
 		.md_dmi_dir = o->metadata_dmi_dir,
 		.md_config_drive = o->metadata_config_drive,
 		.stop = &daemon_stop,
+		.cluster_name = o->cluster_name,
+		.warn = daemon_provider_warn,
+		.validate = validate,
 	};
 	const struct cloud_provider *fb;
 	struct errbuf fe = { "" };
@@ -506,6 +508,7 @@ daemon_provider(struct daemon *d, struct errbuf *e)
 		log_warn("No instance metadata fallback for the local node", "err", fe.msg, NULL);
 	} else if (fb != d->provider) {
 		cc.config_path = NULL;
+		cc.warn = NULL;
 		if (fb->init(&cc, &d->fallback_state, &fe) < 0)
 			log_warn("No instance metadata fallback for the local node", "err", fe.msg,
 			    NULL);
@@ -787,6 +790,52 @@ daemon_watch_provider(struct daemon *d)
 	} while (!stop_sleep(&daemon_stop, CLOUD_CREDENTIALS_POLL_NS));
 }
 
+/* daemon_preflight runs every check the daemon makes before it starts,
+ * loading what it will run with into d: the kubeconfigs (--kubeconfig, then
+ * the review ones), the provider with its cloud config, and the serving
+ * endpoint's flags and files (serve_preflight). daemon_run and --validate
+ * both call it, so --validate cannot pass what the daemon then refuses; the
+ * flags themselves were checked by options_parse. validate: the provider
+ * also refuses what the daemon would start without (cloud_config.validate).
+ * Returns 0, or an error with e and *ret_what, the log message saying which
+ * step failed; what was loaded is freed by daemon_release. */
+static int
+daemon_preflight(struct daemon *d, int validate, const char **ret_what, struct errbuf *e)
+{
+	const struct options *o = d->o;
+	int r;
+
+	*ret_what = "Cannot load the API server configuration";
+	if ((r = daemon_connect_config(o, &d->kc, e)) < 0)
+		return r;
+	if ((d->authn = daemon_review_config(o, o->authentication_kubeconfig, &d->kc,
+	    &d->authn_kc, "--authentication-kubeconfig", e)) == NULL ||
+	    (d->authz = daemon_review_config(o, o->authorization_kubeconfig, &d->kc,
+	    &d->authz_kc, "--authorization-kubeconfig", e)) == NULL)
+		return ERR_INVALID;
+	*ret_what = "Cannot start the cloud provider";
+	if ((r = daemon_provider(d, validate, e)) < 0)
+		return errbuf_prefix(e, r, "--cloud-provider %s", o->cloud_provider);
+	*ret_what = "Cannot serve";
+	if ((r = serve_preflight(o, e)) < 0)
+		return r;
+	return 0;
+}
+
+/* daemon_release frees what daemon_preflight loaded. */
+static void
+daemon_release(struct daemon *d)
+{
+	if (d->provider)
+		d->provider->free(d->provider_state);
+	if (d->fallback)
+		d->fallback->free(d->fallback_state);
+	d->provider = d->fallback = NULL;
+	kubeconfig_free(&d->authn_kc);
+	kubeconfig_free(&d->authz_kc);
+	kubeconfig_free(&d->kc);
+}
+
 int
 daemon_run(const struct options *o)
 {
@@ -794,42 +843,30 @@ daemon_run(const struct options *o)
 	struct kube_client c;
 	struct errbuf e = { "" };
 	char version[128], user[256], groups[1024];
+	const char *what;
 	int64_t stopping_ns;
-	int r, rc = 0;
+	int rc = 0;
 
-	struct kubeconfig *authn, *authz;
-
-	if ((r = daemon_client(o, &d.kc, &c, &e)) < 0) {
-		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
+	if (daemon_preflight(&d, 0, &what, &e) < 0) {
+		log_error(what, "err", e.msg, NULL);
+		daemon_release(&d);
 		return 1;
 	}
+	kube_client_init(&c, &d.kc, "bootccm/" BOOTCCM_VERSION);
+	kube_client_set_stop(&c, &daemon_stop);
 	/* the wait for the API server is a retry loop of its own: one attempt per
 	 * call, so a server that comes up is seen at the next poll */
 	kube_client_set_retries(&c, 0, 0, 0);
-	if ((authn = daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
-	    "--authentication-kubeconfig", &e)) == NULL ||
-	    (authz = daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
-	    "--authorization-kubeconfig", &e)) == NULL) {
-		log_error("Cannot load the API server configuration", "err", e.msg, NULL);
-		rc = 1;
-		goto out;
-	}
 	log_info(0, "Starting bootccm", "version", BOOTCCM_VERSION, "commit", BOOTCCM_COMMIT,
 	    "kubeconfig", d.kc.source, "server", d.kc.server, "node", o->node_name,
 	    "cloudProvider", o->cloud_provider ? o->cloud_provider : "", NULL);
 	flowcontrol_init(o->kube_api_qps, o->kube_api_burst);
-	if (daemon_provider(&d, &e) < 0) {
-		log_error("Cannot start the cloud provider", "provider", o->cloud_provider,
-		    "err", e.msg, NULL);
-		rc = 1;
-		goto out;
-	}
 	daemon_warn_config(o, &d.kc, d.provider);
 
 	/* probes answer from the start: alive while waiting, not ready */
 	if (serve_add_readyz("informer-sync", daemon_ready_informers, &d) < 0 ||
 	    serve_add_healthz("leaderElection", daemon_health_lease, &d) < 0 ||
-	    serve_start(o, authn, authz, &e) < 0) {
+	    serve_start(o, d.authn, d.authz, &e) < 0) {
 		log_error("Cannot serve", "err", e.msg, NULL);
 		serve_stop();
 		rc = 1;
@@ -853,7 +890,7 @@ daemon_run(const struct options *o)
 	}
 	if (o->leader_elect) {
 		struct lease_config lc;
-		daemon_lease_config(o, &lc);
+		options_lease_config(o, &lc);
 		lc.on_started_leading = daemon_started_leading;
 		lc.on_stopped_leading = daemon_stopped_leading;
 		lc.arg = &d;
@@ -905,14 +942,8 @@ stop:
 	}
 	events_free(d.events);
 out:
-	if (d.provider)
-		d.provider->free(d.provider_state);
-	if (d.fallback)
-		d.fallback->free(d.fallback_state);
 	kube_client_cleanup(&c);
-	kubeconfig_free(&d.authn_kc);
-	kubeconfig_free(&d.authz_kc);
-	kubeconfig_free(&d.kc);
+	daemon_release(&d);
 	return rc;
 }
 
@@ -921,33 +952,18 @@ daemon_validate(const struct options *o)
 {
 	struct daemon d = { .o = o };
 	struct errbuf e = { "" };
-	int rc = 2;
+	const char *what;
 
-	if (daemon_connect_config(o, &d.kc, &e) < 0 ||
-	    daemon_review_config(o, o->authentication_kubeconfig, &d.kc, &d.authn_kc,
-	    "--authentication-kubeconfig", &e) == NULL ||
-	    daemon_review_config(o, o->authorization_kubeconfig, &d.kc, &d.authz_kc,
-	    "--authorization-kubeconfig", &e) == NULL)
-		goto out;
-	if (daemon_provider(&d, &e) < 0) {
-		errbuf_prefix(&e, ERR_INVALID, "--cloud-provider %s", o->cloud_provider);
-		goto out;
+	if (daemon_preflight(&d, 1, &what, &e) < 0) {
+		log_print(STDERR_FILENO, "bootccm: --validate: %s\n", e.msg);
+		daemon_release(&d);
+		return 2;
 	}
 	daemon_warn_config(o, &d.kc, d.provider);
 	log_print(STDOUT_FILENO, "valid: kubeconfig %s (server %s), cloud provider %s, "
 	    "cloud config %s\n", d.kc.source, d.kc.server,
 	    o->cloud_provider && *o->cloud_provider ? o->cloud_provider : "(none)",
 	    o->cloud_config && *o->cloud_config ? o->cloud_config : "(none)");
-	rc = 0;
-out:
-	if (rc != 0)
-		log_print(STDERR_FILENO, "bootccm: --validate: %s\n", e.msg);
-	if (d.provider)
-		d.provider->free(d.provider_state);
-	if (d.fallback)
-		d.fallback->free(d.fallback_state);
-	kubeconfig_free(&d.authn_kc);
-	kubeconfig_free(&d.authz_kc);
-	kubeconfig_free(&d.kc);
-	return rc;
+	daemon_release(&d);
+	return 0;
 }

@@ -25,10 +25,6 @@
  * daemon starts watches it. */
 extern struct stop daemon_stop;
 
-/* daemon_lease_config fills cfg from the --leader-elect-* options
- * (callbacks and identity left NULL). */
-void daemon_lease_config(const struct options *o, struct lease_config *cfg);
-
 /* daemon_connect_config loads --kubeconfig (or the in-cluster configuration),
  * applies --master, and registers the credentials with the logger as secrets. */
 int daemon_connect_config(const struct options *o, struct kubeconfig *kc,

@@ -137,3 +137,24 @@ duration_format(int64_t ns, char *buf, size_t len)
 			snprintf(buf, len, "%s%ss", sign, num);
 	}
 }
+
+int
+duration_check(const char *flag, int64_t ns, int64_t min_ns, int64_t max_ns,
+    struct errbuf *e)
+{
+	char v[32], lo[48], hi[32];
+
+	if (ns >= min_ns && ns <= max_ns)
+		return 0;
+	duration_format(ns, v, sizeof(v));
+	duration_format(max_ns, hi, sizeof(hi));
+	if (min_ns <= 0) {
+		snprintf(lo, sizeof(lo), "zero or more");
+	} else if (min_ns == 1) {
+		snprintf(lo, sizeof(lo), "greater than zero");
+	} else {
+		memcpy(lo, "at least ", 9);
+		duration_format(min_ns, lo + 9, sizeof(lo) - 9);
+	}
+	return errbuf_set(e, ERR_INVALID, "--%s %s: must be %s and at most %s", flag, v, lo, hi);
+}

@@ -57,6 +57,21 @@ labelsel_subdomain_ok(const char *s, size_t len)
 }
 
 int
+labelsel_dns_subdomain_ok(const char *s)
+{
+	return labelsel_subdomain_ok(s, strlen(s));
+}
+
+int
+labelsel_dns_label_ok(const char *s)
+{
+	size_t len = strlen(s);
+
+	return len <= LABELSEL_NAME_MAX && strchr(s, '.') == NULL &&
+	    labelsel_subdomain_ok(s, len);
+}
+
+int
 labelsel_key_ok(const char *key)
 {
 	const char *slash = strchr(key, '/');

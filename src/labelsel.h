@@ -49,6 +49,14 @@ typedef const char *(*labelsel_get_fn)(const void *labels, const char *key);
  * requirement of sel. */
 int labelsel_matches(const struct labelsel *sel, labelsel_get_fn get, const void *labels);
 
+/* labelsel_dns_subdomain_ok tells whether s is a DNS-1123 subdomain (lowercase
+ * alphanumeric labels with inner '-', joined by '.', at most 253 bytes: the
+ * API server's rule for most object names, a Node's or a Lease's);
+ * labelsel_dns_label_ok whether it is a DNS-1123 label (one such label, at
+ * most 63 bytes: a namespace's name). */
+int labelsel_dns_subdomain_ok(const char *s);
+int labelsel_dns_label_ok(const char *s);
+
 /* labelsel_key_ok and labelsel_value_ok apply the API server's label rules. */
 int labelsel_key_ok(const char *key);
 int labelsel_value_ok(const char *value);

@@ -63,6 +63,7 @@ main(int argc, char **argv)
 	struct options o;
 	struct errbuf e = { "" };
 	const char *prog = "bootccm";
+	const struct options_cmd *cmd;
 	int first = 1, check = 0, r, rc;
 
 	allocator_init();
@@ -76,19 +77,28 @@ main(int argc, char **argv)
 		return 1;
 	}
 
-	if (argc > 1 && strcmp(argv[1], "metadata") == 0)
-		return md_cmd(argc - 1, argv + 1, &daemon_stop);
-	if (argc > 1 && strcmp(argv[1], "doctor") == 0)
-		return doctor_cmd(argc - 1, argv + 1, &daemon_stop);
-	if (argc > 1 && strcmp(argv[1], "check-kubeconfig") == 0) {
-		check = 1;
-		first = 2;
-	} else if (argc > 1 && strcmp(argv[1], "version") == 0) {
-		main_print_version(stdout);
-		return 0;
-	} else if (argc == 2 && strcmp(argv[1], "help") == 0) {
-		options_usage(stdout, prog);
-		return 0;
+	cmd = argc > 1 ? options_cmd_find(argv[1]) : NULL;
+	if (cmd != NULL) {
+		switch (cmd->id) {
+		case OPTIONS_CMD_METADATA:
+			return md_cmd(argc - 1, argv + 1, &daemon_stop);
+		case OPTIONS_CMD_DOCTOR:
+			return doctor_cmd(argc - 1, argv + 1, &daemon_stop);
+		case OPTIONS_CMD_CHECK_KUBECONFIG:
+			check = 1;
+			first = 2;
+			break;
+		case OPTIONS_CMD_VERSION:
+			main_print_version(stdout);
+			return 0;
+		case OPTIONS_CMD_HELP:
+			/* "help" with more after it is a bad command line */
+			if (argc == 2) {
+				options_usage(stdout, prog);
+				return 0;
+			}
+			break;
+		}
 	}
 	r = options_parse(&o, argc, argv, first, &e);
 	if (r == 0 && o.timeout_set && !check) {

@@ -107,20 +107,41 @@ netaddr_add(struct netaddr *a, uint64_t n)
 	return 0;
 }
 
-uint64_t
-netaddr_distance(const struct netaddr *first, const struct netaddr *last)
+/* netaddr_sub writes last - first, big-endian, into d; returns its length
+ * in bytes (4 or 16). */
+static int
+netaddr_sub(const struct netaddr *first, const struct netaddr *last, unsigned char d[16])
 {
 	int len = first->family == 4 ? 4 : 16;
-	unsigned char d[16];
 	int borrow = 0;
-	uint64_t v = 0;
 
-	/* d = last - first, big-endian */
 	for (int i = len - 1; i >= 0; i--) {
 		int x = last->b[i] - first->b[i] - borrow;
 		borrow = x < 0;
 		d[i] = (unsigned char)(x + (borrow ? 256 : 0));
 	}
+	return len;
+}
+
+double
+netaddr_count(const struct netaddr *first, const struct netaddr *last)
+{
+	unsigned char d[16];
+	int len = netaddr_sub(first, last, d);
+	double v = 0;
+
+	for (int i = 0; i < len; i++)
+		v = v * 256 + d[i];
+	return v + 1;
+}
+
+uint64_t
+netaddr_distance(const struct netaddr *first, const struct netaddr *last)
+{
+	unsigned char d[16];
+	int len = netaddr_sub(first, last, d);
+	uint64_t v = 0;
+
 	for (int i = 0; i < len; i++) {
 		if (i < len - 8 && d[i] != 0)
 			return UINT64_MAX;

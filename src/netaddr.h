@@ -49,6 +49,11 @@ int netaddr_add(struct netaddr *a, uint64_t n);
  * family, saturated at UINT64_MAX (an IPv6 /64 has 2^64 addresses). */
 uint64_t netaddr_distance(const struct netaddr *first, const struct netaddr *last);
 
+/* netaddr_count returns last - first + 1 as a double, for first <= last of
+ * one family: exact up to 2^53, rounded beyond, never saturated (::/0 is
+ * 2^128). What a metric shows of a range's size. */
+double netaddr_count(const struct netaddr *first, const struct netaddr *last);
+
 /* netprefix_parse parses "addr/bits". With strict, host bits must be zero
  * (ERR_INVALID otherwise: "10.0.0.1/24" is not a network); without it they
  * are cleared, as Go's net.ParseCIDR does. */

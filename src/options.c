@@ -2,6 +2,7 @@
  * defaults (k8s.io/cloud-provider, k8s.io/controller-manager), then bootccm's. */
 #include "options.h"
 
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -10,7 +11,11 @@
 #include "cloud.h"
 #include "controllers/servicectl.h"
 #include "controllers/routectl.h"
+#include "clock.h"
+#include "duration.h"
+#include "kube/lease.h"
 #include "kubeconfig.h"
+#include "labelsel.h"
 #include "log.h"
 #include "metadata/cmd.h"
 #include "metadata/metadata.h"
@@ -309,8 +314,6 @@ options_controller_enabled(const struct options *o, unsigned ctrl)
 static int
 options_validate_service(const struct options *o, struct errbuf *e)
 {
-	if (o->service_sync_period_ns <= 0)
-		return errbuf_set(e, ERR_INVALID, "--service-sync-period must be greater than zero");
 	return servicectl_classes_check(o->load_balancer_classes, o->load_balancer_class_only, e);
 }
 
@@ -425,6 +428,115 @@ options_ignored(const struct options *o, size_t *iter, const char **ret_flag)
 	return NULL;
 }
 
+/* options_durations checks every duration flag against its bounds, naming
+ * the flag and the bounds. */
+static int
+options_durations(const struct options *o, struct errbuf *e)
+{
+	const struct { const char *name; int64_t v, min, max; } d[] = {
+		{ "node-monitor-period", o->node_monitor_period_ns, 1, OPTIONS_PERIOD_MAX_S * NS_PER_S },
+		{ "node-status-update-frequency", o->node_status_update_frequency_ns, 1,
+		  OPTIONS_PERIOD_MAX_S * NS_PER_S },
+		{ "route-reconciliation-period", o->route_reconciliation_period_ns, 1,
+		  OPTIONS_PERIOD_MAX_S * NS_PER_S },
+		{ "service-sync-period", o->service_sync_period_ns, 1, OPTIONS_PERIOD_MAX_S * NS_PER_S },
+		{ "min-resync-period", o->min_resync_period_ns, 1, OPTIONS_WEEK_S * NS_PER_S },
+		{ "node-deletion-grace-period", o->node_deletion_grace_period_ns, 0,
+		  OPTIONS_WEEK_S * NS_PER_S },
+		{ "leader-elect-lease-duration", o->leader_elect_lease_duration_ns, 1,
+		  OPTIONS_LEASE_MAX_S * NS_PER_S },
+		{ "leader-elect-renew-deadline", o->leader_elect_renew_deadline_ns, 1,
+		  OPTIONS_LEASE_MAX_S * NS_PER_S },
+		{ "leader-elect-retry-period", o->leader_elect_retry_period_ns, 1,
+		  OPTIONS_LEASE_MAX_S * NS_PER_S },
+		{ "authentication-token-webhook-cache-ttl",
+		  o->authentication_token_webhook_cache_ttl_ns, 0, OPTIONS_TTL_MAX_S * NS_PER_S },
+		{ "authorization-webhook-cache-authorized-ttl",
+		  o->authorization_webhook_cache_authorized_ttl_ns, 0, OPTIONS_TTL_MAX_S * NS_PER_S },
+		{ "authorization-webhook-cache-unauthorized-ttl",
+		  o->authorization_webhook_cache_unauthorized_ttl_ns, 0, OPTIONS_TTL_MAX_S * NS_PER_S },
+		{ "timeout", o->timeout_ns, 1, OPTIONS_TIMEOUT_MAX_S * NS_PER_S },
+	};
+	int r;
+
+	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
+		if ((r = duration_check(d[i].name, d[i].v, d[i].min, d[i].max, e)) < 0)
+			return r;
+	return 0;
+}
+
+/* options_names checks the names bootccm sends to the API server or the
+ * cloud: --node-name (a Node's name, a DNS-1123 subdomain) and --cluster-name
+ * (a label value on the cloud's objects, OPTIONS_CLUSTER_NAME_MAX). */
+static int
+options_names(const struct options *o, struct errbuf *e)
+{
+	const char *n = o->node_name ? o->node_name : "";
+	const char *c = o->cluster_name ? o->cluster_name : "";
+
+	if (strlen(n) > OPTIONS_OBJECT_NAME_MAX || !labelsel_dns_subdomain_ok(n))
+		return errbuf_set(e, ERR_INVALID, "--node-name \"%.64s%s\" (%zu bytes): not a Node "
+		    "name (a DNS-1123 subdomain: at most 253 bytes of lowercase letters, digits, "
+		    "'-' and '.'; without the flag, the host name in lowercase)", n,
+		    strlen(n) > 64 ? "..." : "", strlen(n));
+	if (*c == '\0' || strlen(c) > OPTIONS_CLUSTER_NAME_MAX || !labelsel_value_ok(c))
+		return errbuf_set(e, ERR_INVALID, "--cluster-name \"%.64s%s\" (%zu bytes): want 1 to "
+		    "%d letters, digits, '-', '_' or '.', starting and ending with a letter or "
+		    "digit (it labels the cloud's load balancers)", c, strlen(c) > 64 ? "..." : "",
+		    strlen(c), OPTIONS_CLUSTER_NAME_MAX);
+	return 0;
+}
+
+void
+options_lease_config(const struct options *o, struct lease_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->namespace = o->leader_elect_resource_namespace;
+	cfg->name = o->leader_elect_resource_name;
+	cfg->lease_duration_ns = o->leader_elect_lease_duration_ns;
+	cfg->renew_deadline_ns = o->leader_elect_renew_deadline_ns;
+	cfg->retry_period_ns = o->leader_elect_retry_period_ns;
+}
+
+/* options_leader_elect checks the --leader-elect-* flags: client-go's
+ * leaderelection.NewLeaderElector rules by flag name, then whatever else the
+ * elector would refuse when it starts (lease_config_check). Runs after
+ * options_durations, whose bounds keep the products below in range. */
+static int
+options_leader_elect(const struct options *o, struct errbuf *e)
+{
+	struct lease_config lc;
+	int r;
+
+	if (strcmp(o->leader_elect_resource_lock, "leases") != 0)
+		return errbuf_set(e, ERR_INVALID,
+		    "--leader-elect-resource-lock \"%s\": only \"leases\" is supported",
+		    o->leader_elect_resource_lock);
+	if (!o->leader_elect)
+		return 0;
+	if (strlen(o->leader_elect_resource_name) > OPTIONS_OBJECT_NAME_MAX ||
+	    !labelsel_dns_subdomain_ok(o->leader_elect_resource_name))
+		return errbuf_set(e, ERR_INVALID, "--leader-elect-resource-name \"%.64s\": not a "
+		    "Lease name (a DNS-1123 subdomain: at most 253 bytes of lowercase letters, "
+		    "digits, '-' and '.')", o->leader_elect_resource_name);
+	if (strlen(o->leader_elect_resource_namespace) > OPTIONS_NAMESPACE_MAX ||
+	    !labelsel_dns_label_ok(o->leader_elect_resource_namespace))
+		return errbuf_set(e, ERR_INVALID, "--leader-elect-resource-namespace \"%.64s\": not "
+		    "a namespace name (a DNS-1123 label: at most 63 lowercase letters, digits and "
+		    "'-')", o->leader_elect_resource_namespace);
+	if (o->leader_elect_lease_duration_ns <= o->leader_elect_renew_deadline_ns)
+		return errbuf_set(e, ERR_INVALID,
+		    "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline");
+	/* at most OPTIONS_LEASE_MAX_S each: 12 x an hour in ns fits */
+	if (o->leader_elect_renew_deadline_ns * 10 <= o->leader_elect_retry_period_ns * 12)
+		return errbuf_set(e, ERR_INVALID,
+		    "--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period");
+	options_lease_config(o, &lc);
+	if ((r = lease_config_check(&lc, e)) < 0)
+		return errbuf_prefix(e, r, "--leader-elect-*");
+	return 0;
+}
+
 static int
 options_validate(const struct options *o, struct errbuf *e)
 {
@@ -444,13 +556,6 @@ options_validate(const struct options *o, struct errbuf *e)
 			return errbuf_prefix(e, r, "--master");
 		free(url);
 	}
-	if (o->timeout_ns <= 0)
-		return errbuf_set(e, ERR_INVALID, "--timeout must be greater than zero");
-	if (o->authentication_token_webhook_cache_ttl_ns < 0 ||
-	    o->authorization_webhook_cache_authorized_ttl_ns < 0 ||
-	    o->authorization_webhook_cache_unauthorized_ttl_ns < 0)
-		return errbuf_set(e, ERR_INVALID, "the --authentication-* and --authorization-* "
-		    "cache TTLs must not be negative");
 	if (o->kube_api_qps <= 0)
 		return errbuf_set(e, ERR_INVALID, "--kube-api-qps must be greater than 0");
 	if (o->kube_api_burst < 1)
@@ -487,38 +592,14 @@ options_validate(const struct options *o, struct errbuf *e)
 		if ((r = routectl_cidrs_parse(o->cluster_cidr, cidrs, &ncidrs, e)) < 0)
 			return r;
 	}
-	if (o->node_deletion_grace_period_ns < 0)
-		return errbuf_set(e, ERR_INVALID, "--node-deletion-grace-period must not be negative");
 	if ((r = options_controllers(o->controllers, &mask, e)) < 0)
 		return r;
 	if ((r = options_validate_service(o, e)) < 0)
 		return r;
-	if (strcmp(o->leader_elect_resource_lock, "leases") != 0)
-		return errbuf_set(e, ERR_INVALID,
-		    "--leader-elect-resource-lock \"%s\": only \"leases\" is supported",
-		    o->leader_elect_resource_lock);
-	struct { const char *name; int64_t v; } d[] = {
-		{ "node-monitor-period", o->node_monitor_period_ns },
-		{ "node-status-update-frequency", o->node_status_update_frequency_ns },
-		{ "route-reconciliation-period", o->route_reconciliation_period_ns },
-		{ "min-resync-period", o->min_resync_period_ns },
-		{ "leader-elect-lease-duration", o->leader_elect_lease_duration_ns },
-		{ "leader-elect-renew-deadline", o->leader_elect_renew_deadline_ns },
-		{ "leader-elect-retry-period", o->leader_elect_retry_period_ns },
-	};
-	for (size_t i = 0; i < sizeof(d) / sizeof(d[0]); i++)
-		if (d[i].v <= 0)
-			return errbuf_set(e, ERR_INVALID, "--%s must be greater than zero",
-			    d[i].name);
-	if (o->leader_elect) {
-		/* client-go's leaderelection.NewLeaderElector checks */
-		if (o->leader_elect_lease_duration_ns <= o->leader_elect_renew_deadline_ns)
-			return errbuf_set(e, ERR_INVALID,
-			    "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline");
-		if (o->leader_elect_renew_deadline_ns * 10 <= o->leader_elect_retry_period_ns * 12)
-			return errbuf_set(e, ERR_INVALID,
-			    "--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period");
-	}
+	if ((r = options_durations(o, e)) < 0 ||
+	    (r = options_names(o, e)) < 0 ||
+	    (r = options_leader_elect(o, e)) < 0)
+		return r;
 	return 0;
 }
 
@@ -546,11 +627,35 @@ options_parse(struct options *o, int argc, char **argv, int first, struct errbuf
 		char host[256];
 		if (gethostname(host, sizeof(host)) == 0) {
 			host[sizeof(host) - 1] = '\0';
+			/* the kubelet's default Node name: the host name in lowercase */
+			for (char *p = host; *p; p++)
+				*p = (char)tolower((unsigned char)*p);
 			free(o->node_name);
 			o->node_name = xstrdup(host);
 		}
 	}
 	return options_validate(o, e);
+}
+
+const struct options_cmd options_cmds[] = {
+	{ "check-kubeconfig", OPTIONS_CMD_CHECK_KUBECONFIG, "[flags]",
+	  "connect once, print the server version and user" },
+	{ "metadata", OPTIONS_CMD_METADATA, "[flags]",
+	  "print this instance's facts (see metadata --help)" },
+	{ "doctor", OPTIONS_CMD_DOCTOR, "[flags]",
+	  "name the bootstrap deadlocks of a live cluster (see doctor --help)" },
+	{ "version", OPTIONS_CMD_VERSION, "| --version", "print the version" },
+	{ "help", OPTIONS_CMD_HELP, "| -h | --help", "this text" },
+};
+const size_t options_cmds_n = sizeof(options_cmds) / sizeof(options_cmds[0]);
+
+const struct options_cmd *
+options_cmd_find(const char *name)
+{
+	for (size_t i = 0; i < options_cmds_n; i++)
+		if (strcmp(options_cmds[i].name, name) == 0)
+			return &options_cmds[i];
+	return NULL;
 }
 
 void
@@ -559,16 +664,18 @@ options_usage(FILE *out, const char *prog)
 	struct options o;
 	struct flag t[OPTIONS_MAX];
 	size_t n;
+	char syn[64];
 
 	memset(&o, 0, sizeof(o));
 	n = options_table(&o, t, OPTIONS_MAX);
-	fprintf(out,
-	    "Usage: %s [flags]                  run the cloud-controller-manager\n"
-	    "       %s --validate [flags]       check the configuration, start nothing\n"
-	    "       %s check-kubeconfig [flags] connect once, print the server version and user\n"
-	    "       %s metadata [flags]         print this instance's facts (see metadata --help)\n"
-	    "       %s help | -h | --help | --version\n\n"
-	    "Flags:\n", prog, prog, prog, prog, prog);
+	fprintf(out, "Usage: %s %-24s run the cloud-controller-manager\n", prog, "[flags]");
+	fprintf(out, "       %s %-24s check the configuration, start nothing\n", prog,
+	    "--validate [flags]");
+	for (size_t i = 0; i < options_cmds_n; i++) {
+		snprintf(syn, sizeof(syn), "%s %s", options_cmds[i].name, options_cmds[i].args);
+		fprintf(out, "       %s %-24s %s\n", prog, syn, options_cmds[i].purpose);
+	}
+	fprintf(out, "\nFlags:\n");
 	flags_usage(t, n - OPTIONS_COMPAT_N, out);
 	fprintf(out, "\nUpstream cloud-controller-manager flags bootccm accepts without "
 	    "acting on them, or refuses\n(logged at start when given; the operator guide "

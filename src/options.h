@@ -124,6 +124,31 @@ int options_controller_enabled(const struct options *o, unsigned ctrl);
 #define OPTIONS_EXIT_HELP 1
 #define OPTIONS_EXIT_VERSION 2
 
+/* Bounds checked by options_parse, so by the daemon and --validate alike
+ * (the operator guide's input limits list them). A duration past its bound
+ * is a typo, not a setting: one near the 64-bit maximum once made a loop
+ * spin on a deadline that overflowed. Every upstream default is inside. */
+#define OPTIONS_PERIOD_MAX_S (24 * 3600)   /* --node-monitor-period, --node-status-update-
+                                              frequency, --route-reconciliation-period,
+                                              --service-sync-period */
+#define OPTIONS_WEEK_S (7 * 24 * 3600)     /* --min-resync-period, --node-deletion-grace-period */
+#define OPTIONS_LEASE_MAX_S 3600           /* --leader-elect-lease-duration, -renew-deadline,
+                                              -retry-period */
+#define OPTIONS_TTL_MAX_S (24 * 3600)      /* the --authentication-* and --authorization-*
+                                              cache TTLs */
+#define OPTIONS_TIMEOUT_MAX_S 3600         /* check-kubeconfig's --timeout */
+#define OPTIONS_OBJECT_NAME_MAX 253        /* bytes: --node-name, --leader-elect-resource-name
+                                              (DNS-1123 subdomains) */
+#define OPTIONS_NAMESPACE_MAX 63           /* bytes: --leader-elect-resource-namespace
+                                              (a DNS-1123 label) */
+#define OPTIONS_CLUSTER_NAME_MAX 63        /* bytes of --cluster-name: a label value */
+
+struct lease_config;
+
+/* options_lease_config fills cfg from the --leader-elect-* options
+ * (callbacks and identity left NULL). */
+void options_lease_config(const struct options *o, struct lease_config *cfg);
+
 /* options_parse parses argv[first..argc) into o. */
 int options_parse(struct options *o, int argc, char **argv, int first,
     struct errbuf *e);
@@ -133,6 +158,29 @@ int options_parse(struct options *o, int argc, char **argv, int first,
  * returns why the flag has no effect and its name in *ret_flag ("--profiling").
  * The daemon logs each one at start. */
 const char *options_ignored(const struct options *o, size_t *iter, const char **ret_flag);
+
+/* The subcommands, argv[1]: main dispatches through this table and --help's
+ * usage lines are printed from it, so neither can miss one. */
+enum options_cmd_id {
+	OPTIONS_CMD_CHECK_KUBECONFIG,
+	OPTIONS_CMD_METADATA,
+	OPTIONS_CMD_DOCTOR,
+	OPTIONS_CMD_VERSION,
+	OPTIONS_CMD_HELP,
+};
+
+struct options_cmd {
+	const char *name;       /* argv[1] */
+	enum options_cmd_id id;
+	const char *args;       /* after the name in the usage line */
+	const char *purpose;    /* the usage line's explanation */
+};
+
+extern const struct options_cmd options_cmds[];
+extern const size_t options_cmds_n;
+
+/* options_cmd_find returns the subcommand named name, or NULL. */
+const struct options_cmd *options_cmd_find(const char *name);
 
 /* options_usage writes the --help text. */
 void options_usage(FILE *out, const char *prog);

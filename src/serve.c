@@ -994,6 +994,44 @@ serve_release(struct serve *s)
 		s->conns[i].fd = -1;
 }
 
+/* serve_prepare checks and loads what serving needs from the flags: the
+ * always-allowed paths into *allow and the TLS context (the certificate and
+ * key files, matched) into *ctx; on failure neither is left allocated. */
+static int
+serve_prepare(const struct options *o, struct serve_paths *allow, WOLFSSL_CTX **ctx,
+    struct errbuf *e)
+{
+	int r;
+
+	if (o->secure_port < 0 || o->secure_port > 65535)
+		return errbuf_set(e, ERR_INVALID, "--secure-port %d must be between 0 and 65535",
+		    o->secure_port);
+	if ((r = serve_paths_parse(o->authorization_always_allow_paths, allow, e)) < 0)
+		return r;
+	if ((r = servetls_new(o->tls_cert_file, o->tls_private_key_file, o->bind_address,
+	    ctx, e)) < 0) {
+		serve_paths_free(allow);
+		return r;
+	}
+	return 0;
+}
+
+int
+serve_preflight(const struct options *o, struct errbuf *e)
+{
+	struct serve_paths allow;
+	WOLFSSL_CTX *ctx = NULL;
+	int r;
+
+	if (o->secure_port == 0)
+		return 0;
+	if ((r = serve_prepare(o, &allow, &ctx, e)) < 0)
+		return r;
+	servetls_free(ctx);
+	serve_paths_free(&allow);
+	return 0;
+}
+
 int
 serve_start(const struct options *o, struct kubeconfig *authn_kc,
     struct kubeconfig *authz_kc, struct errbuf *e)
@@ -1015,13 +1053,7 @@ serve_start(const struct options *o, struct kubeconfig *authn_kc,
 	if (o->secure_port == 0)
 		return 0;
 	serve_release(s);
-	if (o->secure_port < 0 || o->secure_port > 65535)
-		return errbuf_set(e, ERR_INVALID, "--secure-port %d must be between 0 and 65535",
-		    o->secure_port);
-	if ((r = serve_paths_parse(o->authorization_always_allow_paths, &s->allow, e)) < 0)
-		return r;
-	if ((r = servetls_new(o->tls_cert_file, o->tls_private_key_file, o->bind_address,
-	    &s->ctx, e)) < 0)
+	if ((r = serve_prepare(o, &s->allow, &s->ctx, e)) < 0)
 		goto fail;
 	s->authn = xmalloc(sizeof(*s->authn));
 	if ((r = authn_init(s->authn, &ac, e)) < 0) {

@@ -67,6 +67,13 @@ int serve_add_readyz(const char *name, serve_check_fn fn, void *arg);
 int serve_start(const struct options *o, struct kubeconfig *authn_kc,
     struct kubeconfig *authz_kc, struct errbuf *e);
 
+/* serve_preflight checks, without binding or starting anything, what
+ * serve_start would refuse of the flags: the port's range, the always-allowed
+ * paths, and the certificate and key files, loaded and matched by the same
+ * code (servetls_new). 0 when --secure-port is 0. The daemon runs it before
+ * it starts, and --validate with it. Returns as serve_start. */
+int serve_preflight(const struct options *o, struct errbuf *e);
+
 /* serve_stop ends the serving thread, closes every connection and the
  * listener. Safe to call when serve_start failed or did not serve. */
 void serve_stop(void);

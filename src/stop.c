@@ -110,7 +110,7 @@ stop_sleep(struct stop *s, int64_t ns)
 {
 	if (ns <= 0)
 		return stop_requested(s);
-	return stop_sleep_until(s, clock_mono_ns() + ns);
+	return stop_sleep_until(s, clock_add_ns(clock_mono_ns(), ns));
 }
 
 static void *

@@ -45,7 +45,8 @@ int stop_requested(const struct stop *s);
  * the sleep), 0 when the deadline passed. NULL s: a plain sleep. */
 int stop_sleep_until(struct stop *s, int64_t deadline_ns);
 
-/* stop_sleep sleeps ns nanoseconds; as stop_sleep_until. */
+/* stop_sleep sleeps ns nanoseconds; as stop_sleep_until. A sleep past the
+ * clock's range (ns near INT64_MAX) lasts until the stop. */
 int stop_sleep(struct stop *s, int64_t ns);
 
 /* stop_hook_add registers h until stop_hook_remove: stop_request calls

@@ -74,6 +74,7 @@ static const struct cloudconfig_key hcloud_section_schema[] = {
 	{ .key = "addressFamily", .type = CLOUDCONFIG_STRING, .def = "ipv4",
 	  .check = hcloud_check_family, .offset = offsetof(struct hcloud_file, address_family) },
 	{ .key = "requestTimeout", .type = CLOUDCONFIG_DURATION, .def = "15s",
+	  .min = 0, .max = HCLOUD_TIMEOUT_MAX_NS,
 	  .offset = offsetof(struct hcloud_file, timeout_ns) },
 	{ .key = "maxRoutes", .type = CLOUDCONFIG_INT, .def = "100", .min = 1, .max = 100000,
 	  .offset = offsetof(struct hcloud_file, max_routes) },
@@ -163,6 +164,13 @@ hcloud_init(const struct cloud_config *cfg, void **ret_state, struct errbuf *e)
 	st = xcalloc(1, sizeof(*st));
 	if ((r = hcclient_new(&cc, &st->client, e)) < 0) {
 		errbuf_prefix(e, r, "%s: hcloud", file);
+		goto out;
+	}
+	/* the daemon starts without a token (the local node comes from the
+	 * metadata service) and reads it once written; --validate wants it now,
+	 * read as every request reads it */
+	if (cfg->validate && (r = hcclient_token_check(st->client, e)) < 0) {
+		r = errbuf_prefix(e, ERR_INVALID, "%s: hcloud.tokenFile", file);
 		goto out;
 	}
 	family = strcmp(f.address_family, "dualstack") == 0 ? HCSERVER_IPV4 | HCSERVER_IPV6 :

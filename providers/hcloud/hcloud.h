@@ -23,7 +23,8 @@
  * Relative paths are the cloud-config's directory's. A token file that is
  * missing, empty or refused is no start-up error: the provider answers
  * every request with an error naming it (the local node then initializes
- * from the metadata service) and health reports it, until it is fixed.
+ * from the metadata service) and health reports it, until it is fixed;
+ * with cloud_config.validate (--validate) it is an error.
  *
  * The provider is CLOUD_DEFINITIVE: a Node is deleted only when the API
  * answered not_found for its server (hcserver.h). Modules: hcclient (the
@@ -35,6 +36,8 @@
  * Contract: never logs; see cloud.h. */
 #ifndef BOOTCCM_PROVIDER_HCLOUD_H
 #define BOOTCCM_PROVIDER_HCLOUD_H
+
+#define HCLOUD_TIMEOUT_MAX_NS (3600LL * 1000000000LL) /* requestTimeout: an hour */
 
 #include "cloud.h"
 

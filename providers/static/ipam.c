@@ -911,7 +911,7 @@ ipam_assign(struct ipam *m, const struct ipam_service *svc, struct ipam_result *
 
 int
 ipam_pool_usage(const struct ipam *m, size_t pool, const char **ret_name,
-    uint64_t used[IPAM_FAMILIES], uint64_t size[IPAM_FAMILIES])
+    uint64_t used[IPAM_FAMILIES], double size[IPAM_FAMILIES])
 {
 	const struct ipam_pool *p;
 
@@ -921,8 +921,7 @@ ipam_pool_usage(const struct ipam *m, size_t pool, const char **ret_name,
 	size[0] = size[1] = 0;
 	for (size_t i = 0; i < p->n_ranges; i++) {
 		int f = p->ranges[i].first.family == 4 ? 0 : 1;
-		uint64_t d = netaddr_distance(&p->ranges[i].first, &p->ranges[i].last);
-		size[f] = size[f] > UINT64_MAX - d ? UINT64_MAX : size[f] + d;
+		size[f] += netaddr_count(&p->ranges[i].first, &p->ranges[i].last);
 	}
 	used[0] = p->used[0];
 	used[1] = p->used[1];
@@ -956,4 +955,14 @@ ipam_allocation(const struct ipam *m, const char *key, struct ipam_result *ret)
 	}
 	ret->n = s->n_alloc;
 	return 1;
+}
+
+int
+ipam_range_huge(const struct ipam_range *r)
+{
+	/* half of 2^32 or of 2^128 */
+	double half = r->first.family == 4 ? 2147483648.0 :
+	    170141183460469231731687303715884105728.0;
+
+	return netaddr_count(&r->first, &r->last) >= half - 2;
 }

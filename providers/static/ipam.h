@@ -123,10 +123,16 @@ int ipam_allocation(const struct ipam *m, const char *key, struct ipam_result *r
 const char *ipam_pool_named_of(const struct ipam *m, const char *addr);
 
 /* ipam_pool_usage reports a pool's addresses per family: used (an address
- * shared by several Services counts once) and the pool's size (saturated at
- * UINT64_MAX). O(ranges of the pool). Returns 0, or ERR_NOT_FOUND past the
- * last pool. */
+ * shared by several Services counts once) and the pool's size, a double as
+ * the metric shows it (netaddr_count: exact up to 2^53, never saturated, so
+ * ::/0's 2^128 shows as such). O(ranges of the pool). Returns 0, or
+ * ERR_NOT_FOUND past the last pool. */
 int ipam_pool_usage(const struct ipam *m, size_t pool, const char **ret_name,
-    uint64_t used[IPAM_FAMILIES], uint64_t size[IPAM_FAMILIES]);
+    uint64_t used[IPAM_FAMILIES], double size[IPAM_FAMILIES]);
+
+/* ipam_range_huge tells whether r holds half or more of its family's
+ * addresses (0.0.0.0/0, 0.0.0.0/1, ::/0, ::/1): allowed, but a pool that
+ * hands out other networks' addresses is almost surely a mistake. */
+int ipam_range_huge(const struct ipam_range *r);
 
 #endif

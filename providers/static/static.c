@@ -103,7 +103,8 @@ static const struct cloudconfig_key static_schema[] = {
 /* What the metrics show of one pool. */
 struct static_shown {
 	int valid;
-	uint64_t used[IPAM_FAMILIES], size[IPAM_FAMILIES];
+	uint64_t used[IPAM_FAMILIES];
+	double size[IPAM_FAMILIES];
 };
 
 struct static_state {
@@ -147,7 +148,7 @@ static_show(struct static_state *st)
 			if (now.size[f] == 0)
 				continue;
 			metric_set(static_m_pool, (double)now.used[f], name, fam, "used");
-			metric_set(static_m_pool, (double)(now.size[f] - now.used[f]), name, fam,
+			metric_set(static_m_pool, now.size[f] - (double)now.used[f], name, fam,
 			    "free");
 		}
 		*was = now;
@@ -181,7 +182,7 @@ static_set_inventory_interval(void *state, int64_t interval_ns)
 /* static_pools builds the allocator over the configured pools. */
 static int
 static_pools(struct static_state *st, const struct static_file *f, const char *file,
-    struct errbuf *e)
+    void (*warn)(const char *msg), struct errbuf *e)
 {
 	const struct static_pool_file *pf = f->pools.items;
 	struct ipam_pool_config *pc;
@@ -200,9 +201,19 @@ static_pools(struct static_state *st, const struct static_file *f, const char *f
 			goto out;
 		}
 		ranges[i] = xcalloc(pf[i].addresses.n, sizeof(*ranges[i]));
-		for (size_t j = 0; j < pf[i].addresses.n; j++)
+		for (size_t j = 0; j < pf[i].addresses.n; j++) {
+			char msg[ERRBUF_MAX];
 			if ((r = ipam_range_parse(pf[i].addresses.items[j], &ranges[i][j], e)) < 0)
 				goto out;  /* the loader's check let it through: cannot happen */
+			if (warn == NULL || !ipam_range_huge(&ranges[i][j]))
+				continue;
+			snprintf(msg, sizeof(msg), "%s:%d:%d: static.pools[%zu] \"%s\": %s holds half "
+			    "or more of all IPv%d addresses: the pool hands out other networks' "
+			    "addresses", file, f->pools.pos[i].line, f->pools.pos[i].col, i,
+			    pf[i].name, pf[i].addresses.items[j],
+			    ranges[i][j].first.family == 4 ? 4 : 6);
+			warn(msg);
+		}
 		pc[i].name = pf[i].name;
 		pc[i].ranges = ranges[i];
 		pc[i].n_ranges = pf[i].addresses.n;
@@ -264,7 +275,7 @@ static_init(const struct cloud_config *cfg, void **ret_state, struct errbuf *e)
 		    "static.inventory: every node would be absent, so deleted", file);
 		goto out;
 	}
-	if ((r = static_pools(st, &f, file, e)) < 0)
+	if ((r = static_pools(st, &f, file, cfg->warn, e)) < 0)
 		goto out;
 	if (f.inventory != NULL && *f.inventory != '\0') {
 		st->inventory_path = static_inventory_path(f.inventory, cfg->config_path);

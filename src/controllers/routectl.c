@@ -962,8 +962,8 @@ routectl_main(void *arg)
 		pthread_mutex_lock(&c->mu);
 		c->in_pass = 0;
 		if (event)
-			c->event_after_ns = now + c->cfg.period_ns;
-		c->next_pass_ns = now + c->cfg.period_ns;
+			c->event_after_ns = clock_add_ns(now, c->cfg.period_ns);
+		c->next_pass_ns = clock_add_ns(now, c->cfg.period_ns);
 		wq_add_after(q, ROUTECTL_KEY, routectl_due(c) - now);
 		pthread_mutex_unlock(&c->mu);
 		wq_forget(q, key);

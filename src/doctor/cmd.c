@@ -219,6 +219,10 @@ doctor_cmd(int argc, char **argv, struct stop *stop)
 		    "-v not negative");
 		goto usage;
 	}
+	if (duration_check("timeout", o.timeout_ns, 1, DOCTOR_TIMEOUT_MAX_S * NS_PER_S, &e) < 0 ||
+	    duration_check("threshold", o.threshold_ns, 0, DOCTOR_THRESHOLD_MAX_S * NS_PER_S,
+	    &e) < 0)
+		goto usage;
 	log_init(o.verbosity, LOG_TEXT, STDERR_FILENO);
 	if (o.local) {
 		if ((r = kubeconfig_load(o.ccm_kubeconfig, NULL, &ccm, &e)) < 0) {
@@ -241,7 +245,7 @@ doctor_cmd(int argc, char **argv, struct stop *stop)
 	kube_client_set_stop(&c, stop);
 	/* one deadline for every request (a request after it fails unsent;
 	 * a transfer it cuts has run to it, so the message below is true) */
-	deadline = clock_mono_ns() + o.timeout_ns;
+	deadline = clock_add_ns(clock_mono_ns(), o.timeout_ns);
 	http_set_deadline(deadline);
 	if ((r = doctor_read(&c, &in, &e)) < 0) {
 		if (clock_mono_ns() >= deadline) {

@@ -15,6 +15,8 @@
                                      within --timeout, output not written */
 
 #define DOCTOR_TIMEOUT_DEFAULT "30s"
+#define DOCTOR_TIMEOUT_MAX_S 3600               /* --timeout: an hour */
+#define DOCTOR_THRESHOLD_MAX_S (7 * 24 * 3600)  /* --threshold: a week */
 #define DOCTOR_PAGE_SIZE "500"       /* items per list request */
 #define DOCTOR_PAGES_MAX 10000       /* list requests per resource */
 #define DOCTOR_CCM_KUBECONFIG "/etc/kubernetes/cloud-controller-manager.conf"

@@ -672,7 +672,7 @@ kube_do(struct kube_client *c, const char *method, const char *path,
 			    KUBE_RETRY_AFTER_MAX_S : resp->retry_after_s) * NS_PER_S;
 		else
 			delay = backoff_next(&c->retry);
-		if (c->deadline_ns && clock_mono_ns() + delay >= c->deadline_ns) {
+		if (c->deadline_ns && clock_add_ns(clock_mono_ns(), delay) >= c->deadline_ns) {
 			tries->deadline = 1;
 			break;
 		}

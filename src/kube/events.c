@@ -765,7 +765,7 @@ out:
 static int
 events_wait(struct events *ev, int64_t delay_ns)
 {
-	int64_t until = clock_mono_ns() + delay_ns, flush;
+	int64_t until = clock_add_ns(clock_mono_ns(), delay_ns), flush;
 
 	if (!stop_sleep_until(&ev->stop, until))
 		return 0;
@@ -914,7 +914,7 @@ events_stop(struct events *ev, int64_t flush_ns)
 	/* under the queue's lock, so a consumer about to wait cannot miss it */
 	pthread_mutex_lock(&ev->lock);
 	if (!stop_requested(&ev->stop)) {
-		ev->flush_deadline_ns = clock_mono_ns() + (flush_ns > 0 ? flush_ns : 0);
+		ev->flush_deadline_ns = clock_add_ns(clock_mono_ns(), flush_ns > 0 ? flush_ns : 0);
 		stop_request(&ev->stop);
 	}
 	pthread_cond_broadcast(&ev->cond);

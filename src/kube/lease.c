@@ -12,6 +12,7 @@
 #include "jsonx.h"
 #include "kube/client.h"
 #include "kube/flowcontrol.h"
+#include "labelsel.h"
 #include "log.h"
 #include "metrics.h"
 #include "rfc3339.h"
@@ -192,7 +193,7 @@ lease_observe(struct lease_observed *o, const struct lease_record *r, int64_t no
 int
 lease_valid(const struct lease_observed *o, int64_t now_ns)
 {
-	return o->have && o->time_ns + (int64_t)o->rec.duration_s * NS_PER_S > now_ns;
+	return o->have && clock_add_ns(o->time_ns, (int64_t)o->rec.duration_s * NS_PER_S) > now_ns;
 }
 
 enum lease_action
@@ -222,56 +223,25 @@ lease_decide(const struct lease_observed *o, const char *identity, int duration_
 int
 lease_health(int acting, int64_t renewed_ns, int64_t lease_duration_ns, int64_t now_ns)
 {
-	return !acting || now_ns - renewed_ns <= lease_duration_ns + LEASE_HEALTH_TIMEOUT_NS;
+	return !acting ||
+	    now_ns - renewed_ns <= clock_add_ns(lease_duration_ns, LEASE_HEALTH_TIMEOUT_NS);
 }
 
 /* --- configuration ------------------------------------------------------------ */
 
-/* lease_dns_label_ok checks a DNS-1123 label: the API server's rule for
- * namespaces, and for each dot-separated part of a subdomain. */
-static int
-lease_dns_label_ok(const char *s, size_t len)
-{
-	if (len == 0 || len > 63 || s[0] == '-' || s[len - 1] == '-')
-		return 0;
-	for (size_t i = 0; i < len; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return 0;
-	return 1;
-}
-
-static int
-lease_dns_subdomain_ok(const char *s)
-{
-	size_t len = strlen(s);
-	const char *p = s;
-
-	if (len == 0 || len > LEASE_NAME_MAX)
-		return 0;
-	for (;;) {
-		const char *dot = strchr(p, '.');
-		size_t n = dot ? (size_t)(dot - p) : strlen(p);
-		if (!lease_dns_label_ok(p, n))
-			return 0;
-		if (dot == NULL)
-			return 1;
-		p = dot + 1;
-	}
-}
-
 int
-lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **ret,
-    struct errbuf *e)
+lease_config_check(const struct lease_config *cfg, struct errbuf *e)
 {
-	struct lease *l;
-	char host[256], uuid[UUID_STR_LEN];
-
-	if (cfg->namespace == NULL || !lease_dns_label_ok(cfg->namespace, strlen(cfg->namespace)))
-		return errbuf_set(e, ERR_INVALID, "leader election: namespace \"%s\" is not "
-		    "a valid namespace name", cfg->namespace ? cfg->namespace : "");
-	if (cfg->name == NULL || !lease_dns_subdomain_ok(cfg->name))
-		return errbuf_set(e, ERR_INVALID, "leader election: lease name \"%s\" is not "
-		    "a valid object name", cfg->name ? cfg->name : "");
+	if (cfg->namespace == NULL || !labelsel_dns_label_ok(cfg->namespace))
+		return errbuf_set(e, ERR_INVALID, "leader election: namespace \"%.*s\" is not "
+		    "a valid namespace name (a DNS-1123 label: at most 63 lowercase letters, "
+		    "digits and '-', starting and ending with a letter or digit)",
+		    LEASE_NAME_MAX, cfg->namespace ? cfg->namespace : "");
+	if (cfg->name == NULL || !labelsel_dns_subdomain_ok(cfg->name))
+		return errbuf_set(e, ERR_INVALID, "leader election: lease name \"%.*s\" is not "
+		    "a valid object name (a DNS-1123 subdomain: at most 253 bytes of "
+		    "lowercase letters, digits, '-' and '.')", LEASE_NAME_MAX,
+		    cfg->name ? cfg->name : "");
 	if (cfg->lease_duration_ns < NS_PER_S)
 		return errbuf_set(e, ERR_INVALID,
 		    "leader election: the lease duration must be at least 1s");
@@ -287,10 +257,23 @@ lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **
 	if ((double)cfg->renew_deadline_ns <= LEASE_JITTER * (double)cfg->retry_period_ns)
 		return errbuf_set(e, ERR_INVALID, "leader election: the renew deadline must be "
 		    "greater than 1.2 x the retry period");
-	if (cfg->on_started_leading == NULL || cfg->on_stopped_leading == NULL)
-		return errbuf_set(e, ERR_INVALID, "leader election: both callbacks are required");
 	if (cfg->lease_duration_ns / NS_PER_S > INT32_MAX)
 		return errbuf_set(e, ERR_INVALID, "leader election: lease duration too long");
+	return 0;
+}
+
+int
+lease_new(struct kubeconfig *kc, const struct lease_config *cfg, struct lease **ret,
+    struct errbuf *e)
+{
+	struct lease *l;
+	char host[256], uuid[UUID_STR_LEN];
+	int r;
+
+	if ((r = lease_config_check(cfg, e)) < 0)
+		return r;
+	if (cfg->on_started_leading == NULL || cfg->on_stopped_leading == NULL)
+		return errbuf_set(e, ERR_INVALID, "leader election: both callbacks are required");
 
 	l = xcalloc(1, sizeof(*l));
 	snprintf(l->namespace, sizeof(l->namespace), "%s", cfg->namespace);
@@ -365,7 +348,7 @@ lease_request(struct lease *l, const char *method, const char *path, const char 
 	if (left < NS_PER_MS)
 		return errbuf_set(e, ERR_TIMEOUT, "%s %s: no time left before the renew deadline",
 		    method, path);
-	kube_client_set_deadline(&l->client, clock_mono_ns() + left);
+	kube_client_set_deadline(&l->client, clock_add_ns(clock_mono_ns(), left));
 	r = kube_request(&l->client, method, path, body ? "application/json" : NULL, body,
 	    ret, NULL, e);
 	kube_client_set_deadline(&l->client, 0);
@@ -602,13 +585,13 @@ lease_acquire(struct lease *l)
 		if (lease_try(l, start + l->renew_deadline_ns, 0))
 			return 1;
 		log_info(4, "Failed to acquire lease", "lease", l->desc, NULL);
-		wake = clock_boot_ns() + lease_poll_ns(l->retry_period_ns);
+		wake = clock_add_ns(clock_boot_ns(), lease_poll_ns(l->retry_period_ns));
 		/* a held lease is tried again right as it expires, so a dead
 		 * holder is replaced within the lease duration + one request */
 		if (l->obs.have && l->obs.rec.holder[0] != '\0' &&
 		    strcmp(l->obs.rec.holder, l->identity) != 0) {
-			int64_t expiry = l->obs.time_ns + (int64_t)l->obs.rec.duration_s * NS_PER_S +
-			    LEASE_EXPIRY_SLACK_NS;
+			int64_t expiry = clock_add_ns(clock_add_ns(l->obs.time_ns,
+			    (int64_t)l->obs.rec.duration_s * NS_PER_S), LEASE_EXPIRY_SLACK_NS);
 			if (expiry > clock_boot_ns() && expiry < wake)
 				wake = expiry;
 		}
@@ -641,7 +624,7 @@ lease_lead(struct lease *l)
 	log_info(0, "Successfully acquired lease", "lease", l->desc, "identity", l->identity, NULL);
 	l->on_started_leading(l->arg);
 
-	next = clock_boot_ns() + l->retry_period_ns;
+	next = clock_add_ns(clock_boot_ns(), l->retry_period_ns);
 	for (;;) {
 		pthread_mutex_lock(&l->lock);
 		renewed = l->renewed_ns;
@@ -657,7 +640,7 @@ lease_lead(struct lease *l)
 		}
 		if (lease_try(l, deadline, 1)) {
 			log_info(5, "Successfully renewed lease", "lease", l->desc, NULL);
-			next = clock_boot_ns() + l->retry_period_ns;
+			next = clock_add_ns(clock_boot_ns(), l->retry_period_ns);
 			continue;
 		}
 		if (l->obs.have && strcmp(l->obs.rec.holder, l->identity) != 0) {
@@ -670,7 +653,7 @@ lease_lead(struct lease *l)
 		}
 		log_warn("Failed to renew lease", "lease", l->desc, "identity", l->identity,
 		    "err", l->last_err, NULL);
-		next = clock_boot_ns() + l->retry_period_ns;
+		next = clock_add_ns(clock_boot_ns(), l->retry_period_ns);
 	}
 
 	/* not the leader from here on, for every thread, before the callback */
@@ -713,7 +696,7 @@ lease_release(struct lease *l)
 	 * release has a short deadline of its own instead, so a stop never
 	 * waits long on an API server that does not answer */
 	kube_client_set_stop(&l->client, NULL);
-	if (lease_write(l, &rec, now + (l->renew_deadline_ns < LEASE_RELEASE_TIMEOUT_NS ?
+	if (lease_write(l, &rec, clock_add_ns(now, l->renew_deadline_ns < LEASE_RELEASE_TIMEOUT_NS ?
 	    l->renew_deadline_ns : LEASE_RELEASE_TIMEOUT_NS), &e) < 0) {
 		log_error("Failed to release lock", "lease", l->desc, "identity", l->identity,
 		    "err", e.msg, NULL);
@@ -756,7 +739,7 @@ lease_is_leader(struct lease *l)
 	if (l == NULL)
 		return 0;
 	pthread_mutex_lock(&l->lock);
-	r = l->leading && clock_boot_ns() < l->renewed_ns + l->renew_deadline_ns;
+	r = l->leading && clock_boot_ns() < clock_add_ns(l->renewed_ns, l->renew_deadline_ns);
 	pthread_mutex_unlock(&l->lock);
 	return r;
 }

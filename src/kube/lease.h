@@ -85,6 +85,12 @@ enum lease_action {
 
 struct lease;
 
+/* lease_config_check checks what lease_new checks of cfg but the callbacks:
+ * the daemon runs it before it starts (and --validate with it), so a Lease
+ * name or a set of durations the elector would refuse is refused before
+ * anything runs. Returns 0 or ERR_INVALID with the reason in e. Pure. */
+int lease_config_check(const struct lease_config *cfg, struct errbuf *e);
+
 /* lease_new checks cfg (client-go's rules, plus: the renew deadline must be
  * shorter than the whole seconds written as leaseDurationSeconds; namespace and
  * name must be valid object names) and prepares an elector; kc is borrowed and

@@ -271,7 +271,7 @@ reflector_resync(struct reflector *r)
 	now = clock_mono_ns();
 	if (now < r->next_resync_ns)
 		return;
-	r->next_resync_ns = now + r->cfg.resync_ns;
+	r->next_resync_ns = clock_add_ns(now, r->cfg.resync_ns);
 	store_list(r->store, &v, &n);
 	metric_add(reflector_m_resyncs, 1, r->cfg.resource);
 	log_info(4, "Resyncing", "resource", r->cfg.resource, NULL);
@@ -446,7 +446,7 @@ reflector_list(struct reflector *r, int relist)
 			pthread_cond_broadcast(&r->cond);
 			pthread_mutex_unlock(&r->lock);
 			metric_set(reflector_m_synced, 1, r->cfg.resource);
-			r->next_resync_ns = clock_mono_ns() + r->cfg.resync_ns;
+			r->next_resync_ns = clock_add_ns(clock_mono_ns(), r->cfg.resync_ns);
 		}
 		char cnt[32], np[32];
 		snprintf(cnt, sizeof(cnt), "%zu", n);
@@ -861,7 +861,7 @@ reflector_has_synced(struct reflector *r)
 int
 reflector_wait_synced(struct reflector *r, int64_t timeout_ns)
 {
-	int64_t deadline = clock_mono_ns() + timeout_ns;
+	int64_t deadline = clock_add_ns(clock_mono_ns(), timeout_ns);
 	struct timespec ts;
 	int synced;
 

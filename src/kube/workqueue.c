@@ -410,7 +410,7 @@ wq_add_after(struct wq *q, const char *key, int64_t delay_ns)
 		added = wq_add_locked(q, it, now);
 		goto out;
 	}
-	ready = delay_ns > INT64_MAX - now ? INT64_MAX : now + delay_ns;
+	ready = clock_add_ns(now, delay_ns);
 	if (!it->waiting) {
 		it->ready_ns = ready;
 		wq_heap_push(q, it);
@@ -601,7 +601,7 @@ wq_shutdown_with_drain(struct wq *q, int64_t timeout_ns)
 	pthread_cond_signal(&q->timer_cond);
 	if (timeout_ns > 0) {
 		int64_t now = clock_mono_ns();
-		deadline = timeout_ns > INT64_MAX - now ? INT64_MAX : now + timeout_ns;
+		deadline = clock_add_ns(now, timeout_ns);
 		wq_deadline(&ts, deadline);
 	}
 	while (q->qhead != NULL || q->nprocessing > 0) {

@@ -114,7 +114,7 @@ static int
 md_cmd_fetch(struct md_config *cfg, const struct md_cmd_opts *o, struct stop *stop,
     struct md_instance *in, struct errbuf *e)
 {
-	struct md_cmd_deadline d = { stop, clock_mono_ns() + o->timeout_ns, 0 };
+	struct md_cmd_deadline d = { stop, clock_add_ns(clock_mono_ns(), o->timeout_ns), 0 };
 	pthread_t t;
 	char limit[32];
 	int r, watching;
@@ -163,6 +163,8 @@ md_cmd(int argc, char **argv, struct stop *stop)
 		errbuf_set(&e, ERR_INVALID, "--timeout must be greater than zero");
 		goto usage;
 	}
+	if (duration_check("timeout", o.timeout_ns, 1, MD_CMD_TIMEOUT_MAX_S * NS_PER_S, &e) < 0)
+		goto usage;
 	if (md_format_parse(o.format, &fmt) < 0) {
 		errbuf_set(&e, ERR_INVALID, "--format \"%s\": want json, env or kubelet-flags",
 		    o.format);

@@ -20,6 +20,7 @@
 #define MD_CMD_EXIT_FAILED 4
 
 #define MD_CMD_TIMEOUT "10s"  /* --timeout's default */
+#define MD_CMD_TIMEOUT_MAX_S 3600  /* --timeout's bound: an hour */
 
 /* MD_FLAGS expands to the struct flag entries (flags.h) of the metadata
  * flags, pointing at four char * fields; the daemon's table and md_cmd's

@@ -7,7 +7,7 @@ import re
 import time
 
 import apiserver
-from conftest import free_port, run
+from conftest import ROOT, free_port, run
 
 # the upstream cloud-controller-manager flags design.md names
 UPSTREAM_FLAGS = [
@@ -32,6 +32,20 @@ def test_help_lists_every_upstream_flag_with_defaults():
     assert re.search(r"--kube-api-burst int .*\(default 30\)", r.stdout)
     assert re.search(r"--leader-elect-lease-duration duration .*\(default 15s\)", r.stdout)
     assert re.search(r"--bind-address string .*\(default \"0.0.0.0\"\)", r.stdout)
+
+
+def test_help_usage_names_every_subcommand_and_the_man_page_too():
+    usage = run(["--help"]).stdout.split("\nFlags:")[0]
+    cmds = re.findall(r"^(?:Usage:)?\s+bootccm ([a-z][a-z-]*)", usage, re.M)
+    assert set(cmds) == {"check-kubeconfig", "metadata", "doctor", "version", "help"}, usage
+    with open(os.path.join(ROOT, "docs", "bootccm.8")) as f:
+        man = f.read()
+    synopsis = man[man.index(".SH SYNOPSIS"):man.index(".SH DESCRIPTION")]
+    for c in cmds:
+        # each one the usage names is one the binary runs
+        r = run([c] if c in ("version", "help") else [c, "--help"])
+        assert r.returncode == 0 and r.stdout, (c, r.stderr)
+        assert re.search(r"^\.B(R)? (bootccm )?%s\b" % re.escape(c), synopsis, re.M), c
 
 
 def test_version_names_the_libraries():

@@ -64,6 +64,12 @@ def test_the_input_limits_are_the_sources():
     rows = re.findall(r"^\| [^|]+ \| ([^|]+) \| `([A-Z0-9_]+)` \|$", table, re.M)
     assert len(rows) >= 10, table
     for shown, name in rows:
+        seconds = re.fullmatch(r"([0-9,]+) s \(([0-9]+)h\)", shown)
+        if seconds:
+            v = header_value(name)
+            assert int(seconds.group(1).replace(",", "")) == v, (name, shown)
+            assert int(seconds.group(2)) * 3600 == v, (name, shown)
+            continue
         unit = "levels" if shown.endswith("levels") else ("" if shown[-1].isdigit() else "b")
         assert shown == as_text(header_value(name), unit), (name, shown)
 
@@ -124,3 +130,41 @@ def test_readme_size_figure_is_the_static_binary():
     assert m, "README states the static binary's size"
     size = os.path.getsize(path) / (1 << 20)
     assert m.group(1) == "%.1f" % size, (m.group(1), size)
+
+
+def duration_flags():
+    out = run(["--help"]).stdout
+    head = out.split("\nUpstream cloud-controller-manager flags")[0]
+    return re.findall(r"^\s+--([a-z][a-z0-9-]*) duration", head, re.M)
+
+
+def test_the_man_page_states_each_duration_flags_bounds():
+    """Each duration flag's paragraph says "at most X", and X is the bound the
+    binary enforces: X passes, one nanosecond more exits 2 naming the flag
+    and X."""
+    with open(os.path.join(ROOT, "docs", "bootccm.8")) as f:
+        man = f.read()
+    flags = duration_flags()
+    assert len(flags) >= 13, flags
+    for flag in flags:
+        esc = flag.replace("-", "\\-")
+        m = re.search(r"^\.BI \\-\\-%s \" duration\"\n((?:[^.].*\n)+)" % re.escape(esc), man,
+                      re.M)
+        assert m, flag
+        bound = re.search(r"at\s+most\s+([0-9]+)h\)", m.group(1))
+        assert bound, (flag, m.group(1))
+        hours = int(bound.group(1))
+        ok = ["--%s=%dh" % (flag, hours)]
+        bad = ["--%s=%dns" % (flag, hours * 3600 * 10**9 + 1)]
+        # the leader-election flags' relations (lease > renew > 1.2 x retry)
+        # are not the bounds: checked without leader election
+        args = ["--validate", "--kubeconfig=/nonexistent", "--leader-elect=false"]
+        missing = 2
+        if flag == "timeout":
+            args, missing = ["check-kubeconfig", "--kubeconfig=/nonexistent"], 1
+        r = run(args + ok + bad)
+        assert r.returncode == 2 and "--%s " % flag in r.stderr, (flag, r.stderr)
+        assert "at most %dh0m0s" % hours in r.stderr, (flag, r.stderr)
+        r = run(args + ok)
+        # past the flags: the missing kubeconfig is what fails
+        assert r.returncode == missing and "/nonexistent" in r.stderr, (flag, r.stderr)

@@ -16,6 +16,7 @@ struct fuzz_cfg {
 	int b;
 	long long i;
 	int64_t d;
+	int64_t bd;     /* a bounded duration: [1ms, 1h] */
 	struct cloudconfig_list l;
 	struct cloudconfig_map m;
 	char *inner;
@@ -38,6 +39,8 @@ static const struct cloudconfig_key fuzz_schema[] = {
 	  .offset = offsetof(struct fuzz_cfg, i) },
 	{ .key = "d", .type = CLOUDCONFIG_DURATION, .def = "1s",
 	  .offset = offsetof(struct fuzz_cfg, d) },
+	{ .key = "bd", .type = CLOUDCONFIG_DURATION, .def = "1s", .min = 1000000LL,
+	  .max = 3600000000000LL, .offset = offsetof(struct fuzz_cfg, bd) },
 	{ .key = "l", .type = CLOUDCONFIG_STRING_LIST, .offset = offsetof(struct fuzz_cfg, l) },
 	{ .key = "m", .type = CLOUDCONFIG_MAP, .offset = offsetof(struct fuzz_cfg, m) },
 	{ .key = "sec", .type = CLOUDCONFIG_SECTION, .section = fuzz_inner },
@@ -61,7 +64,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	if (c.s == NULL || (c.b != 0 && c.b != 1) || c.i < -5 || c.i > 100 ||
+	if (c.s == NULL || (c.b != 0 && c.b != 1) || c.i < -5 || c.i > 100 || c.d < 0 ||
+	    c.bd < 1000000LL || c.bd > 3600000000000LL ||
 	    (c.inner_b != 0 && c.inner_b != 1))
 		abort();
 	for (k = 0; k < c.l.n; k++)

@@ -110,3 +110,22 @@ TEST(bad_parameters_are_clamped)
 }
 
 TEST_MAIN()
+
+/* A cap at the 64-bit maximum: the delays grow to it and stay exact, with
+ * and without jitter (no float-to-integer overflow: UBSan). */
+TEST(a_cap_at_the_maximum_does_not_overflow)
+{
+	struct backoff b;
+
+	backoff_init(&b, 1, INT64_MAX, 2.0, 0);
+	CHECK(backoff_delay(&b, 0, 0) == 1);
+	CHECK(backoff_delay(&b, 62, 0) == 4611686018427387904LL);
+	CHECK(backoff_delay(&b, 63, 0) == INT64_MAX);
+	CHECK(backoff_delay(&b, 1000, 0) == INT64_MAX);
+	backoff_init(&b, INT64_MAX, INT64_MAX, 2.0, 0.5);
+	for (int i = 0; i < 100; i++) {
+		int64_t d = backoff_next(&b);
+		CHECK(d > INT64_MAX / 2 - 1024 && d <= INT64_MAX);
+	}
+	CHECK(backoff_delay(&b, 3, 1e-18) == INT64_MAX);
+}

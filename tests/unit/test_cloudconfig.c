@@ -50,7 +50,7 @@ static const struct cloudconfig_key schema[] = {
 	{ .key = "workers", .type = CLOUDCONFIG_INT, .def = "4", .min = 1, .max = 64,
 	  .offset = offsetof(struct cfg, workers) },
 	{ .key = "timeout", .type = CLOUDCONFIG_DURATION, .def = "30s",
-	  .offset = offsetof(struct cfg, timeout_ns) },
+	  .min = 0, .max = 3600 * NS_PER_S, .offset = offsetof(struct cfg, timeout_ns) },
 	{ .key = "networks", .type = CLOUDCONFIG_STRING_LIST,
 	  .offset = offsetof(struct cfg, networks) },
 	{ .key = "tags", .type = CLOUDCONFIG_MAP, .offset = offsetof(struct cfg, tags) },
@@ -186,6 +186,15 @@ TEST(wrong_types)
 	CHECK(parse("timeout: -5s\n", &c, &e) == ERR_INVALID);
 	CHECK(parse("timeout: 30\n", &c, &e) == ERR_INVALID);
 	CHECK_CONTAINS(e.msg, "cc.yaml:1:10: key \"timeout\"");
+	/* a bounded duration: the extremes are refused at the value, the bound is not */
+	CHECK(parse("timeout: 9223372036854775807ns\n", &c, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "cc.yaml:1:10: key \"timeout\" in the top level: "
+	    "\"9223372036854775807ns\": want a duration from 0s to 1h0m0s");
+	CHECK(parse("timeout: 1h0m0.000000001s\n", &c, &e) == ERR_INVALID);
+	CHECK(parse("timeout: 1h\n", &c, &e) == 0 && c.timeout_ns == 3600 * NS_PER_S);
+	cloudconfig_free(schema, &c);
+	CHECK(parse("timeout: 0s\n", &c, &e) == 0 && c.timeout_ns == 0);
+	cloudconfig_free(schema, &c);
 	CHECK(parse("token: [a]\n", &c, &e) == ERR_INVALID);
 	CHECK_STR(e.msg, "cc.yaml:1:8: key \"token\" in the top level: want a string");
 	CHECK(parse("token: \"a\\0b\"\n", &c, &e) == ERR_INVALID);

@@ -14,7 +14,7 @@ TEST(lease_config_from_options)
 	    "--leader-elect-lease-duration=30s", NULL };
 
 	CHECK(options_parse(&o, 3, argv, 1, &e) == 0);
-	daemon_lease_config(&o, &c);
+	options_lease_config(&o, &c);
 	CHECK_STR(c.namespace, "ccm");
 	CHECK_STR(c.name, "cloud-controller-manager");
 	CHECK(c.lease_duration_ns == 30 * S);

@@ -45,4 +45,24 @@ TEST(duration_format_like_go)
 	duration_format(12, b, sizeof(b)); CHECK_STR(b, "12ns");
 }
 
+/* duration_check: the bounds inclusive, the message naming the flag, the
+ * value and the bounds, at the 64-bit extremes too. */
+TEST(check_names_the_flag_and_bounds)
+{
+	struct errbuf e;
+	const int64_t h = 3600LL * 1000000000LL;
+
+	CHECK(duration_check("p", 1, 1, h, &e) == 0 && duration_check("p", h, 1, h, &e) == 0);
+	CHECK(duration_check("p", h + 1, 1, h, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "--p 1h0m0.000000001s: must be greater than zero and at most 1h0m0s");
+	CHECK(duration_check("p", 0, 1, h, &e) == ERR_INVALID);
+	CHECK(duration_check("p", 0, 0, h, &e) == 0);
+	CHECK(duration_check("p", INT64_MAX, 0, h, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "--p 2562047h47m16.854775807s: must be zero or more and at most 1h0m0s");
+	CHECK(duration_check("p", INT64_MIN, 0, h, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "--p -2562047h47m16.854775808s: must be zero or more");
+	CHECK(duration_check("p", 1000, 2000000000LL, h, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "--p 1\xc2\xb5s: must be at least 2s and at most 1h0m0s");
+}
+
 TEST_MAIN()

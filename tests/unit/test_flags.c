@@ -278,7 +278,108 @@ TEST(addresses_cidrs_and_urls_are_checked_at_parse)
 	CHECK(strstr(e.msg, "pw") == NULL);
 	CHECK(accept("--master=https://127.0.0.1:6443"));
 	CHECK(refuse("--timeout=0s", "--timeout", &e));
-	CHECK(refuse("--authorization-webhook-cache-authorized-ttl=-1s", "cache TTLs", &e));
+	CHECK(refuse("--authorization-webhook-cache-authorized-ttl=-1s",
+	    "--authorization-webhook-cache-authorized-ttl -1s: must be zero or more", &e));
+}
+
+/* Every duration flag has an upper bound, checked at parse (so by the
+ * daemon and --validate alike), naming the flag; the extremes of the issue
+ * that made loops spin or the leader-election check overflow (UBSan). */
+TEST(durations_are_bounded)
+{
+	static const char *const flags[] = {
+		"node-monitor-period", "node-status-update-frequency",
+		"route-reconciliation-period", "service-sync-period", "min-resync-period",
+		"node-deletion-grace-period", "leader-elect-lease-duration",
+		"leader-elect-renew-deadline", "leader-elect-retry-period",
+		"authentication-token-webhook-cache-ttl",
+		"authorization-webhook-cache-authorized-ttl",
+		"authorization-webhook-cache-unauthorized-ttl", "timeout",
+	};
+	static const char *const extremes[] = {
+		"9223372036854775807ns", "9223372036854775000ns", "7686143364045646500ns",
+		"2562047h", "-9223372036854775807ns", "-1ns",
+	};
+	struct errbuf e;
+	char arg[128], want[96];
+
+	for (size_t i = 0; i < sizeof(flags) / sizeof(flags[0]); i++)
+		for (size_t j = 0; j < sizeof(extremes) / sizeof(extremes[0]); j++) {
+			snprintf(arg, sizeof(arg), "--%s=%s", flags[i], extremes[j]);
+			snprintf(want, sizeof(want), "--%s ", flags[i]);
+			CHECK(refuse(arg, want, &e));
+			CHECK_CONTAINS(e.msg, "at most");
+		}
+	/* the bounds themselves are accepted, one past them is not */
+	CHECK(accept("--node-monitor-period=24h"));
+	CHECK(refuse("--node-monitor-period=24h0m0.000000001s", "at most 24h0m0s", &e));
+	CHECK(accept("--service-sync-period=24h"));
+	CHECK(refuse("--node-status-update-frequency=25h", "--node-status-update-frequency",
+	    &e));
+	CHECK(accept("--min-resync-period=168h") && accept("--node-deletion-grace-period=168h"));
+	CHECK(refuse("--min-resync-period=169h", "at most 168h0m0s", &e));
+	CHECK(accept("--node-deletion-grace-period=0s"));
+	CHECK(refuse("--route-reconciliation-period=0s", "greater than zero", &e));
+	CHECK(accept("--timeout=1h") && accept("--authentication-token-webhook-cache-ttl=0s"));
+	CHECK(refuse("--leader-elect-renew-deadline=2h", "at most 1h0m0s", &e));
+	/* the lease rules: client-go's by flag name, then the elector's own */
+	CHECK(refuse("--leader-elect-lease-duration=1500ms",
+	    "--leader-elect-lease-duration must be greater than", &e));
+	{
+		struct options o;
+		char *a[] = { "bootccm", "--leader-elect-lease-duration=1h",
+		    "--leader-elect-renew-deadline=59m59s", "--leader-elect-retry-period=1h" };
+		CHECK(options_parse(&o, 4, a, 1, &e) == ERR_INVALID);
+		CHECK_CONTAINS(e.msg, "1.2 x --leader-elect-retry-period");
+		options_free(&o);
+		char *b[] = { "bootccm", "--leader-elect-lease-duration=2500ms",
+		    "--leader-elect-renew-deadline=2100ms", "--leader-elect-retry-period=1s" };
+		CHECK(options_parse(&o, 4, b, 1, &e) == ERR_INVALID);
+		CHECK_CONTAINS(e.msg, "whole seconds");
+		options_free(&o);
+		/* with --leader-elect=false nothing of the Lease matters */
+		char *c[] = { "bootccm", "--leader-elect=false",
+		    "--leader-elect-retry-period=1h", "--leader-elect-resource-name=../x" };
+		CHECK(options_parse(&o, 4, c, 1, &e) == 0);
+		options_free(&o);
+	}
+}
+
+/* The names bootccm sends: the Lease's (DNS-1123 subdomain and label), the
+ * Node's (a subdomain of at most 253 bytes), the cluster's (a label value). */
+TEST(names_are_checked)
+{
+	struct errbuf e;
+	char *big = malloc(100001);
+
+	CHECK(refuse("--leader-elect-resource-name=../x%y", "--leader-elect-resource-name", &e));
+	CHECK(refuse("--leader-elect-resource-name=", "--leader-elect-resource-name", &e));
+	CHECK(refuse("--leader-elect-resource-namespace=kube.system",
+	    "--leader-elect-resource-namespace", &e));
+	CHECK(refuse("--leader-elect-resource-namespace=Kube", "not a namespace", &e));
+	CHECK(accept("--leader-elect-resource-name=my.lock-1"));
+	CHECK(accept("--leader-elect-resource-namespace=ccm-1"));
+	memset(big, 'a', 100000);
+	big[100000] = '\0';
+	memcpy(big, "--node-name=", 12);
+	CHECK(refuse(big, "(99988 bytes): not a Node name", &e));
+	CHECK(strlen(e.msg) < 400);
+	big[12 + 253] = '\0';
+	for (size_t i = 12 + 63; i < 12 + 253; i += 64)
+		big[i] = '.';
+	CHECK(accept(big));
+	big[12 + 253] = 'a';
+	big[12 + 254] = '\0';
+	CHECK(refuse(big, "--node-name", &e));
+	CHECK(refuse("--node-name=Node_1", "--node-name", &e));
+	CHECK(accept("--node-name=cp-1.example"));
+	CHECK(refuse("--cluster-name=", "--cluster-name", &e));
+	CHECK(refuse("--cluster-name=my cluster", "--cluster-name \"my cluster\"", &e));
+	CHECK(refuse("--cluster-name=-x", "--cluster-name", &e));
+	CHECK(refuse("--cluster-name=aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa",
+	    "want 1 to 63", &e));
+	CHECK(accept("--cluster-name=Prod_eu-1.a"));
+	free(big);
 }
 
 TEST(upstream_flags_are_known)
@@ -405,6 +506,31 @@ TEST(usage_lists_defaults)
 	CHECK_CONTAINS(buf, "Upstream cloud-controller-manager flags");
 	CHECK_CONTAINS(buf, "--profiling ");
 	CHECK_CONTAINS(buf, "No effect: bootccm serves no /debug/pprof.");
+	free(buf);
+}
+
+/* The usage lines name every subcommand of the table main dispatches
+ * through (doctor was missing), each on its own line before the flags. */
+TEST(usage_names_every_subcommand)
+{
+	char *buf = NULL, want[64];
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	options_usage(f, "bootccm");
+	fclose(f);
+	char *flags = strstr(buf, "\nFlags:\n");
+	CHECK(flags != NULL);
+	*flags = '\0';
+	CHECK(options_cmds_n >= 5);
+	for (size_t i = 0; i < options_cmds_n; i++) {
+		snprintf(want, sizeof(want), "\n       bootccm %s ", options_cmds[i].name);
+		CHECK_CONTAINS(buf, want);
+		CHECK(options_cmd_find(options_cmds[i].name) == &options_cmds[i]);
+	}
+	CHECK_CONTAINS(buf, "bootccm doctor [flags]");
+	CHECK_CONTAINS(buf, "bootccm --validate [flags]");
+	CHECK(options_cmd_find("doctors") == NULL && options_cmd_find("") == NULL);
 	free(buf);
 }
 

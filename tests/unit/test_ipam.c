@@ -111,6 +111,26 @@ TEST(pool_entries)
 	CHECK(ipam_range_parse("pool", &r, &e) == ERR_INVALID);
 }
 
+/* The ranges that hold half a family or more, which the provider warns of. */
+TEST(huge_ranges)
+{
+	static const char *const huge[] = { "0.0.0.0/0", "0.0.0.0/1", "128.0.0.0/1", "::/0",
+	    "::/1", "8000::/1", "0.0.0.0-255.255.255.255" };
+	static const char *const fine[] = { "0.0.0.0/2", "10.0.0.0/8", "::/2", "2001:db8::/64",
+	    "192.0.2.1-192.0.2.1" };
+	struct ipam_range r;
+	struct errbuf e;
+
+	for (size_t i = 0; i < sizeof(huge) / sizeof(huge[0]); i++) {
+		CHECK(ipam_range_parse(huge[i], &r, &e) == 0);
+		CHECK(ipam_range_huge(&r));
+	}
+	for (size_t i = 0; i < sizeof(fine) / sizeof(fine[0]); i++) {
+		CHECK(ipam_range_parse(fine[i], &r, &e) == 0);
+		CHECK(!ipam_range_huge(&r));
+	}
+}
+
 TEST(overlapping_pools_are_refused_naming_both)
 {
 	struct ipam_range a[2] = { rng("192.0.2.0/28"), rng("10.0.0.1-10.0.0.5") };
@@ -267,7 +287,8 @@ TEST(sharing_by_key_unless_ports_overlap)
 	CHECK(ipam_assign(m, &nokey.s, &r, &e) == ERR_UNAVAILABLE);
 	/* a shared address counts once */
 	const char *name;
-	uint64_t used[2], size[2];
+	uint64_t used[2];
+	double size[2];
 	CHECK(ipam_pool_usage(m, 0, &name, used, size) == 0);
 	CHECK_STR(name, "public");
 	CHECK(used[0] == 2 && size[0] == 14 && used[1] == 0 && size[1] == 0);
@@ -550,7 +571,8 @@ TEST(usage_follows_every_change)
 	struct ipam_result r;
 	struct errbuf e;
 	const char *name;
-	uint64_t used[2], size[2];
+	uint64_t used[2];
+	double size[2];
 
 	tsvc_init(&a, "ns/a", 1);
 	tsvc_init(&b, "ns/b", 2);

@@ -388,4 +388,38 @@ TEST(config_checks)
 }
 
 
+/* lease_config_check: what the daemon runs at parse, with the extremes of
+ * the 64-bit range (UBSan: no overflow in its arithmetic). */
+TEST(config_check_extremes)
+{
+	struct lease_config c = { .namespace = "kube-system", .name = "cloud-controller-manager",
+	    .lease_duration_ns = 15 * NS_PER_S, .renew_deadline_ns = 10 * NS_PER_S,
+	    .retry_period_ns = 2 * NS_PER_S };
+	struct errbuf e;
+
+	CHECK(lease_config_check(&c, &e) == 0);
+	c.lease_duration_ns = INT64_MAX;
+	CHECK(lease_config_check(&c, &e) == ERR_INVALID);  /* past int32 seconds */
+	c.lease_duration_ns = 15 * NS_PER_S;
+	c.retry_period_ns = 7686143364045646500LL;
+	CHECK(lease_config_check(&c, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "1.2 x the retry period");
+	c.retry_period_ns = INT64_MAX;
+	c.renew_deadline_ns = INT64_MAX;
+	CHECK(lease_config_check(&c, &e) == ERR_INVALID);
+	c.retry_period_ns = INT64_MIN;
+	CHECK(lease_config_check(&c, &e) == ERR_INVALID);
+	c.retry_period_ns = 2 * NS_PER_S;
+	c.renew_deadline_ns = 10 * NS_PER_S;
+	c.name = "../x%y";
+	CHECK(lease_config_check(&c, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "lease name \"../x%y\"");
+	c.name = "a.b-c";
+	c.namespace = "a.b";
+	CHECK(lease_config_check(&c, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "namespace");
+	c.namespace = "kube-system";
+	CHECK(lease_config_check(&c, &e) == 0);
+}
+
 TEST_MAIN()

@@ -66,6 +66,25 @@ TEST(orders_and_counts)
 	CHECK_STR(buf, "2001:db8:0:1::");
 }
 
+/* netaddr_count: exact where a double is, never saturated. */
+TEST(counts_as_doubles)
+{
+	struct netaddr a, b;
+
+	CHECK(netaddr_parse("10.0.0.255", &a) == 0 && netaddr_parse("10.0.1.0", &b) == 0);
+	CHECK(netaddr_count(&a, &b) == 2.0 && netaddr_count(&a, &a) == 1.0);
+	CHECK(netaddr_parse("0.0.0.0", &a) == 0 && netaddr_parse("255.255.255.255", &b) == 0);
+	CHECK(netaddr_count(&a, &b) == 4294967296.0);
+	CHECK(netaddr_parse("::", &a) == 0 &&
+	    netaddr_parse("ffff:ffff:ffff:ffff:ffff:ffff:ffff:ffff", &b) == 0);
+	CHECK(netaddr_count(&a, &b) == 340282366920938463463374607431768211456.0);
+	CHECK(netaddr_parse("2001:db8::", &a) == 0 &&
+	    netaddr_parse("2001:db8::ffff:ffff:ffff:ffff", &b) == 0);
+	CHECK(netaddr_count(&a, &b) == 18446744073709551616.0);
+	CHECK(netaddr_parse("2001:db8::1f:ffff:ffff:ffff", &b) == 0);
+	CHECK(netaddr_count(&a, &b) == 9007199254740992.0);  /* 2^53, exact */
+}
+
 TEST(prefixes)
 {
 	struct netprefix p, q;

@@ -450,6 +450,72 @@ metric(const char *pool, const char *family, const char *state)
 	return v;
 }
 
+static char warned[4][512];
+static size_t n_warned;
+
+static void
+warn_cb(const char *msg)
+{
+	if (n_warned < 4)
+		snprintf(warned[n_warned], sizeof(warned[0]), "%s", msg);
+	n_warned++;
+}
+
+/* A pool of a whole family is allowed (the contract does not refuse it), with
+ * a warning at load naming the file, the pool and the entry; its free count
+ * is what it holds (2^32 - 2, 2^128), not a saturated 2^64 - 1. */
+TEST(huge_pools_are_accepted_with_a_warning_and_counted)
+{
+	struct cloud_config cc = { .node_name = "cp-1", .warn = warn_cb };
+	struct cloud_service svc = { .namespace_ = "ns", .name = "big", .uid = "u-big",
+	    .served = 1 };
+	struct cloud_lb_result res;
+	struct errbuf e = { "" };
+	void *st = NULL;
+
+	cc.config_path = put("cloud.yaml",
+	    "static:\n"
+	    "  pools:\n"
+	    "    - name: all4\n"
+	    "      addresses: [0.0.0.0/0]\n"
+	    "    - name: fine6\n"
+	    "      addresses: [\"2001:db8::/64\"]\n");
+	n_warned = 0;
+	if (static_provider.init(&cc, &st, &e) < 0)
+		fprintf(stderr, "  %s\n", e.msg);
+	CHECK(st != NULL);
+	CHECK(n_warned == 1);
+	CHECK_CONTAINS(warned[0], "cloud.yaml:3:7: static.pools[0] \"all4\": 0.0.0.0/0 holds "
+	    "half or more of all IPv4 addresses");
+	CHECK(static_provider.load_balancers->observe(st, "ns/big", &svc) == 0);
+	CHECK(static_provider.load_balancers->ensure(st, "kubernetes", &svc, NULL, 0, &res,
+	    &e) == 0);
+	CHECK(metric("all4", "IPv4", "used") == 1);
+	CHECK(metric("all4", "IPv4", "free") == 4294967293.0);
+	CHECK(metric("fine6", "IPv6", "free") == 18446744073709551616.0);  /* 2^64 */
+	static_provider.free(st);
+	st = NULL;
+	cc.config_path = put("cloud.yaml",
+	    "static:\n"
+	    "  pools:\n"
+	    "    - name: fine4\n"
+	    "      addresses: [192.0.2.0/24]\n"
+	    "    - name: all6\n"
+	    "      addresses: [\"::/0\"]\n");
+	n_warned = 0;
+	CHECK(static_provider.init(&cc, &st, &e) == 0);
+	CHECK(n_warned == 1);
+	CHECK_CONTAINS(warned[0], "static.pools[1] \"all6\": ::/0 holds half or more of all "
+	    "IPv6");
+	CHECK(metric("all6", "IPv6", "free") == 340282366920938463463374607431768211456.0);
+	CHECK(metric("fine4", "IPv4", "free") == 254);
+	static_provider.free(st);
+	/* no callback: accepted all the same */
+	cc.warn = NULL;
+	CHECK(static_provider.init(&cc, &st, &e) == 0);
+	static_provider.free(st);
+}
+
 static const char pools2[] =
     "static:\n"
     "  pools:\n"

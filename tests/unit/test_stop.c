@@ -117,3 +117,38 @@ TEST(signals_become_a_stop)
 }
 
 TEST_MAIN()
+
+/* A sleep near the 64-bit maximum lasts until the stop: its deadline
+ * saturates instead of wrapping into the past (which returned at once, and a
+ * loop around it spun). Run under UBSan: no signed overflow on the way. */
+TEST(a_sleep_past_the_clock_lasts_until_the_stop)
+{
+	struct stop s;
+	struct waker w = { &s, 0 };
+	pthread_t t;
+	int64_t t0 = clock_mono_ns();
+
+	CHECK(clock_add_ns(INT64_MAX, 1) == INT64_MAX);
+	CHECK(clock_add_ns(1, INT64_MAX) == INT64_MAX);
+	CHECK(clock_add_ns(t0, INT64_MAX - 1) == INT64_MAX);
+	CHECK(clock_add_ns(INT64_MIN, -1) == INT64_MIN);
+	CHECK(clock_add_ns(-5, INT64_MIN) == INT64_MIN);
+	CHECK(clock_add_ns(INT64_MAX, INT64_MIN) == -1);
+	CHECK(clock_add_ns(10, -3) == 7);
+	stop_init(&s);
+	pthread_create(&t, NULL, waker_run, &w);
+	CHECK(stop_sleep(&s, INT64_MAX) == 1);
+	pthread_join(t, NULL);
+	/* it slept until the waker's request (100 ms), not a moment */
+	CHECK(clock_mono_ns() - t0 >= 100 * NS_PER_MS);
+	CHECK(stop_sleep(&s, INT64_MAX - 1) == 1);  /* stopped: returns at once */
+	stop_destroy(&s);
+	stop_init(&s);
+	w.at_ns = 0;
+	t0 = clock_mono_ns();
+	pthread_create(&t, NULL, waker_run, &w);
+	CHECK(stop_sleep_until(&s, INT64_MAX) == 1);
+	pthread_join(t, NULL);
+	CHECK(clock_mono_ns() - t0 >= 100 * NS_PER_MS);
+	stop_destroy(&s);
+}

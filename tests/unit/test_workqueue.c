@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "harness.h"
 #include "kube/workqueue.h"
@@ -186,6 +187,33 @@ TEST(add_after_orders_by_time)
 	CHECK(wq_add_after(q, "now", 0) == 0);
 	CHECK(wq_add_after(q, "past", -5 * MS) == 0);
 	CHECK(wq_len(q) == 2);
+	wq_free(q);
+}
+
+/* Delays near the 64-bit maximum wait forever instead of wrapping into the
+ * past (UBSan: no overflow); a sooner add still wins, and a shutdown with
+ * a drain timeout of INT64_MAX returns once nothing is held. */
+TEST(add_after_the_extremes)
+{
+	struct wq *q = new_queue("t_after_max", NULL);
+	const char *k;
+
+	CHECK(wq_add_after(q, "max", INT64_MAX) == 0);
+	CHECK(wq_add_after(q, "near", INT64_MAX - 1) == 0);
+	CHECK(wq_add_after(q, "big", 7686143364045646500LL) == 0);
+	CHECK(wq_add_after(q, "min", INT64_MIN) == 0);      /* the past: at once */
+	CHECK(wq_len(q) == 1);
+	CHECK(wq_get(q, &k) == 1);
+	CHECK_STR(k, "min");
+	CHECK(wq_done(q, k) == 0);
+	usleep(20000);
+	CHECK(wq_len(q) == 0);                              /* the others still wait */
+	CHECK(wq_add_after(q, "near", 1 * MS) == 0);        /* sooner wins */
+	CHECK(wq_get(q, &k) == 1);
+	CHECK_STR(k, "near");
+	CHECK(wq_done(q, k) == 0);
+	CHECK(wq_len(q) == 0);
+	CHECK(wq_shutdown_with_drain(q, INT64_MAX) == 0);
 	wq_free(q);
 }
 
