@@ -141,7 +141,7 @@ class Unresolvable(object):
         assert self.sock is not None, "no loopback address with port 53 free"
         self.resolv = os.path.join(tmp, "resolv.conf")
         with open(self.resolv, "w") as f:
-            f.write("nameserver %s\noptions timeout:2 attempts:2\n" % self.addr)
+            f.write("nameserver %s\noptions timeout:5 attempts:2\n" % self.addr)
 
     def prefix(self):
         return ["unshare", "-m", "sh", "-c",
