@@ -42,14 +42,20 @@ def say(msg):
     sys.stderr.flush()
 
 
-def one_run(case, m):
-    """Seconds from start to the local node initialized, for one run."""
+def one_run(case, m, apiserver, harness):
+    """Seconds from start to the local node initialized, for one run (m: the
+    test module, apiserver and harness: the fakes' and the tests' modules)."""
     tmp = tempfile.mkdtemp(prefix="local-race-")
     started, keep = [], []
     md = m.mdserver.FakeMetadata("hetzner").start()
+
+    def start(args, prefix=()):
+        started.append(harness.Daemon(args, prefix=prefix))
+        return started[-1]
+
     try:
-        with m.apiserver.FakeAPIServer() as api, m.fakehcloud.FakeHcloud() as hc:
-            d, t0, keep = m.start_case(case, api, tmp, md, started, hc)
+        with apiserver.FakeAPIServer() as api, m.fakehcloud.FakeHcloud() as hc:
+            d, t0, keep = m.start_case(case, api, tmp, md, start, hc)
             return m.time_to_initialized(api, d, t0)
     finally:
         for d in started:
@@ -72,9 +78,9 @@ def main():
     a = p.parse_args()
     os.environ["BOOTCCM"] = os.path.abspath(a.bootccm)
 
-    import test_local_race as m   # noqa: E402  (puts tests/fakes on the path)
+    import test_local_race as m   # noqa: E402  (puts tests/fakes, tests/common on the path)
     import apiserver              # noqa: E402
-    m.apiserver = apiserver
+    import harness                # noqa: E402
     cases = a.case or m.CASES
     for c in cases:
         if c not in m.CASES:
@@ -85,7 +91,7 @@ def main():
     try:
         for c in cases:
             for i in range(a.runs):
-                took = one_run(c, m)
+                took = one_run(c, m, apiserver, harness)
                 times[c].append(took)
                 line = json.dumps({"case": c, "run": i + 1, "seconds": round(took, 4)})
                 print(line)

@@ -21,12 +21,11 @@ import os
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 
 import pytest
 
-from conftest import ROOT, Daemon, bootccm_path, free_port
+from conftest import ROOT, free_port
 from rawserver import RawServer
 from test_bootstrap import (ccm_kubeconfig, check_event, load_rbac, register, tainted,
                             wait_event, wait_initialized)
@@ -57,30 +56,6 @@ def hetzner_md():
     md = mdserver.FakeMetadata("hetzner").start()
     yield md
     md.stop()
-
-
-@pytest.fixture
-def started():
-    """Daemons started by the test (possibly inside a namespace), stopped at
-    teardown with the daemon fixture's checks."""
-    ds = []
-    yield ds
-    for d in ds:
-        rc, out = d.stop()
-        assert "ERROR: AddressSanitizer" not in out, out
-        assert "runtime error:" not in out, out
-        assert rc in (0, -15), "bootccm exited %s:\n%s" % (rc, out)
-
-
-class NsDaemon(Daemon):
-    """bootccm started through a wrapper command (prefix + binary + args)."""
-
-    def __init__(self, prefix, args):
-        self.log_path = tempfile.mktemp(prefix="bootccm-", suffix=".log")
-        self.log = open(self.log_path, "w")
-        self.result = None
-        self.proc = subprocess.Popen(list(prefix) + [bootccm_path()] + list(args),
-                                     stdout=self.log, stderr=subprocess.STDOUT)
 
 
 def race_args(api, tmp, md, endpoint, token="race-token-" + "t" * 53, ca_file=None,
@@ -162,9 +137,10 @@ class Unresolvable(object):
         self.sock.close()
 
 
-def start_case(case, api, tmp, md, started, hc=None):
-    """Starts bootccm against a cloud API in state case; returns (daemon,
-    t0, what to keep alive until the end)."""
+def start_case(case, api, tmp, md, daemon, hc=None):
+    """Starts bootccm (daemon: the fixture, or a function of (args,
+    prefix=...) like it) against a cloud API in state case; returns
+    (daemon, t0, what to keep alive until the end)."""
     keep = []
     prefix = ()
     if case in ("blackhole", "drip", "tls-hang"):
@@ -195,9 +171,7 @@ def start_case(case, api, tmp, md, started, hc=None):
         raise ValueError(case)
     register(api, NODE, control_plane=True)
     t0 = time.monotonic()
-    d = NsDaemon(prefix, args)
-    started.append(d)
-    return d, t0, keep
+    return daemon(args, prefix=prefix), t0, keep
 
 
 CASES = ["blackhole", "drip", "tls-hang", "dns", "refused", "401", "429"]
@@ -205,9 +179,9 @@ CASES = ["blackhole", "drip", "tls-hang", "dns", "refused", "401", "429"]
 
 @pytest.mark.parametrize("case", CASES)
 def test_local_node_initialized_whatever_the_cloud_api_does(case, api, tmp, hetzner_md,
-                                                           started, burners):
+                                                           daemon, burners):
     with fakehcloud.FakeHcloud() as hc:
-        d, t0, keep = start_case(case, api, tmp, hetzner_md, started, hc)
+        d, t0, keep = start_case(case, api, tmp, hetzner_md, daemon, hc)
         try:
             took = time_to_initialized(api, d, t0)
             assert took < RACE_BOUND_S, "%s: %.2fs:\n%s" % (case, took, d.output())
@@ -236,7 +210,7 @@ def test_local_node_initialized_whatever_the_cloud_api_does(case, api, tmp, hetz
 
 @pytest.mark.parametrize("what", ["providerID", "addresses"])
 def test_a_late_provider_answer_that_disagrees_is_a_warning(what, api, tmp, hetzner_md,
-                                                           started, burners):
+                                                           daemon, burners):
     with fakehcloud.FakeHcloud() as hc:
         net = hc.add_network(name="k8s", ip_range="10.0.0.0/8")
         if what == "providerID":
@@ -251,8 +225,7 @@ def test_a_late_provider_answer_that_disagrees_is_a_warning(what, api, tmp, hetz
         fid = hc.inject_fault(path="/v1/*", count=None, delay=3.0)
         register(api, NODE, control_plane=True)
         t0 = time.monotonic()
-        d = NsDaemon((), race_args(api, tmp, hetzner_md, hc.endpoint, token=hc.token))
-        started.append(d)
+        d = daemon(race_args(api, tmp, hetzner_md, hc.endpoint, token=hc.token))
         took = time_to_initialized(api, d, t0)
         assert took < RACE_BOUND_S, "%.2fs:\n%s" % (took, d.output())
         ev = wait_event(api, NODE, "ProviderDisagrees", timeout=30)
@@ -275,7 +248,7 @@ def test_a_late_provider_answer_that_disagrees_is_a_warning(what, api, tmp, hetz
             "instance-metadata"
 
 
-def test_a_late_provider_answer_that_agrees_changes_nothing(api, tmp, hetzner_md, started):
+def test_a_late_provider_answer_that_agrees_changes_nothing(api, tmp, hetzner_md, daemon):
     with fakehcloud.FakeHcloud() as hc:
         net = hc.add_network(name="k8s", ip_range="10.0.0.0/8")
         hc.add_server(name=NODE, id=MD_SERVER_ID,
@@ -283,9 +256,8 @@ def test_a_late_provider_answer_that_agrees_changes_nothing(api, tmp, hetzner_md
                       public_ipv4=MD_PUBLIC_IP, location="fsn1")
         hc.inject_fault(path="/v1/*", count=None, delay=3.0)
         register(api, NODE, control_plane=True)
-        d = NsDaemon((), race_args(api, tmp, hetzner_md, hc.endpoint, token=hc.token,
-                                   extra=["-v=1"]))
-        started.append(d)
+        d = daemon(race_args(api, tmp, hetzner_md, hc.endpoint, token=hc.token,
+                             extra=["-v=1"]))
         time_to_initialized(api, d, time.monotonic())
         d.wait_for("late answer agrees with the instance metadata service", timeout=30)
         assert not [e for e in api.list_objects("events", namespace="default")
@@ -295,7 +267,7 @@ def test_a_late_provider_answer_that_agrees_changes_nothing(api, tmp, hetzner_md
 # ---- 3 ---------------------------------------------------------------------------
 
 
-def test_a_remote_node_waits_for_the_provider(api, tmp, hetzner_md, started, burners):
+def test_a_remote_node_waits_for_the_provider(api, tmp, hetzner_md, daemon, burners):
     with fakehcloud.FakeHcloud() as hc:
         net = hc.add_network(name="k8s", ip_range="10.0.0.0/8")
         hc.add_server(name=NODE, id=MD_SERVER_ID,
@@ -307,8 +279,7 @@ def test_a_remote_node_waits_for_the_provider(api, tmp, hetzner_md, started, bur
         register(api, NODE, control_plane=True)
         register(api, "worker-1")
         t0 = time.monotonic()
-        d = NsDaemon((), race_args(api, tmp, hetzner_md, hc.endpoint, token=hc.token))
-        started.append(d)
+        d = daemon(race_args(api, tmp, hetzner_md, hc.endpoint, token=hc.token))
         took = time_to_initialized(api, d, t0)
         assert took < RACE_BOUND_S, "%.2fs:\n%s" % (took, d.output())
         # the remote node has no fallback: it is still waiting for the API
