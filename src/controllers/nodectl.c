@@ -2,13 +2,16 @@
 #include "controllers/nodectl.h"
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backoff.h"
 #include "clock.h"
+#include "controllers/noderace.h"
 #include "controllers/nodeview.h"
+#include "dynbuf.h"
 #include "hmap.h"
 #include "jsonx.h"
 #include "kube/client.h"
@@ -38,6 +41,7 @@ static const struct {
 #define NODECTL_TOPOLOGY_N (sizeof(nodectl_topology) / sizeof(nodectl_topology[0]))
 
 #define NODECTL_RV_MAX 64
+#define NODECTL_DISAGREE_MAX 2048   /* bytes: the fields a late answer disagrees on */
 
 /* A Node this replica initialized, by name in struct nodectl's marks. */
 struct nodectl_mark {
@@ -64,6 +68,8 @@ struct nodectl {
 	struct hmap marks;              /* node name -> struct nodectl_mark (mu) */
 	struct stop stop;               /* the refresher's sleep; the clients
 	                                   abandon retries */
+	struct noderace *race;          /* the local node's provider and fallback
+	                                   raced; NULL: no fallback */
 };
 
 static struct metric *m_delay, *m_inits, *m_failures;
@@ -301,6 +307,73 @@ nodectl_status_patch(const struct cloud_address *a, size_t k)
 	return p;
 }
 
+/* nodectl_addrs_text appends a's k addresses ("[InternalIP 10.0.0.2, ...]"). */
+static void
+nodectl_addrs_text(struct dynbuf *b, const struct cloud_address *a, size_t k)
+{
+	dynbuf_addstr(b, "[");
+	for (size_t i = 0; i < k; i++)
+		dynbuf_addf(b, "%s%s %s", i ? ", " : "", cloud_addr_type_name(a[i].type),
+		    a[i].address);
+	dynbuf_addstr(b, "]");
+}
+
+static int
+nodectl_addr_lists_equal(const struct cloud_address *a, size_t ka,
+    const struct cloud_address *b, size_t kb)
+{
+	if (ka != kb)
+		return 0;
+	for (size_t i = 0; i < ka; i++)
+		if (a[i].type != b[i].type || strcmp(a[i].address, b[i].address) != 0)
+			return 0;
+	return 1;
+}
+
+int
+nodectl_disagreement(const struct kube_node *n, const struct cloud_instance_metadata *won,
+    const struct cloud_instance_metadata *late, struct dynbuf *out)
+{
+	static const struct {
+		const char *name;
+		size_t off;
+	} fields[] = {
+		{ "providerID", offsetof(struct cloud_instance_metadata, provider_id) },
+		{ "instance type", offsetof(struct cloud_instance_metadata, instance_type) },
+		{ "zone", offsetof(struct cloud_instance_metadata, zone) },
+		{ "region", offsetof(struct cloud_instance_metadata, region) },
+	};
+	struct cloud_address *a = xcalloc(2 * (CLOUD_ADDRS_MAX + 1), sizeof(*a));
+	struct cloud_address *b = a + CLOUD_ADDRS_MAX + 1;
+	struct errbuf e;
+	size_t ka = 0, kb = 0;
+	int diff = 0, ra, rb;
+
+	for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
+		const char *x = (const char *)won + fields[i].off;
+		const char *y = (const char *)late + fields[i].off;
+		if (*x == '\0' || *y == '\0' || strcmp(x, y) == 0)
+			continue;   /* one of them does not say */
+		dynbuf_addf(out, "%s%s (%s: %s, provider: %s)", diff++ ? "; " : "",
+		    fields[i].name, nodectl_source(won), x, y);
+	}
+	/* the addresses each answer would have written */
+	ra = nodectl_addresses(n, won, a, &ka, &e);
+	rb = nodectl_addresses(n, late, b, &kb, &e);
+	if (ra == 0 && (rb < 0 || !nodectl_addr_lists_equal(a, ka, b, kb))) {
+		dynbuf_addf(out, "%saddresses (%s: ", diff++ ? "; " : "", nodectl_source(won));
+		nodectl_addrs_text(out, a, ka);
+		dynbuf_addstr(out, ", provider: ");
+		if (rb < 0)
+			dynbuf_addstr(out, e.msg);
+		else
+			nodectl_addrs_text(out, b, kb);
+		dynbuf_addstr(out, ")");
+	}
+	free(a);
+	return diff;
+}
+
 /* --- the controller ------------------------------------------------------- */
 
 static int
@@ -430,31 +503,60 @@ nodectl_event(struct nodectl *c, const struct kube_node *n, const char *type,
 	events_record(c->cfg.events, &ref, type, reason, msg);
 }
 
-/* nodectl_instance asks the provider, and for the local node falls back to
- * the metadata provider when the provider cannot answer. *ret_fallback gets
- * the provider's error when the fallback answered. */
+static const char *nodectl_source_phrase(const char *source);
+
+/* nodectl_late hears the provider's answer about the local node after the
+ * metadata fallback's won (noderace.h): compared, never written. */
+static void
+nodectl_late(const struct kube_node *n, const struct cloud_instance_metadata *won, int r,
+    const struct cloud_instance_metadata *m, const char *err, void *arg)
+{
+	struct nodectl *c = arg;
+	struct dynbuf d;
+
+	if (r < 0) {
+		log_info(2, "The cloud provider's late answer for the local node failed",
+		    "node", n->name, "provider", c->cfg.provider->name, "err", err, NULL);
+		return;
+	}
+	dynbuf_init(&d, NODECTL_DISAGREE_MAX);
+	if (nodectl_disagreement(n, won, m, &d) == 0) {
+		log_info(1, "The cloud provider's late answer agrees with the instance metadata "
+		    "service", "node", n->name, "provider", c->cfg.provider->name, NULL);
+	} else {
+		char msg[NODECTL_DISAGREE_MAX + 256];
+		snprintf(msg, sizeof(msg), "The cloud provider %s answered after the node was "
+		    "initialized from %s, and disagrees on %s. Nothing was changed: check the "
+		    "node's instance", c->cfg.provider->name, nodectl_source_phrase(
+		    nodectl_source(won)), dynbuf_ptr(&d));
+		log_warn("The cloud provider disagrees with the instance metadata service",
+		    "node", n->name, "provider", c->cfg.provider->name, "fields", dynbuf_ptr(&d),
+		    NULL);
+		nodectl_event(c, n, EVENTS_WARNING, "ProviderDisagrees", msg);
+	}
+	dynbuf_free(&d);
+}
+
+/* nodectl_instance asks the provider about n; for the local node with a
+ * metadata fallback, the provider and the fallback at once (noderace.h):
+ * the first valid answer wins, and fallback_err then says what the
+ * provider had done (not answered yet, or its error). */
 static int
 nodectl_instance(struct nodectl *c, const struct kube_node *n,
     struct cloud_instance_metadata *m, char *fallback_err, size_t flen, struct errbuf *e)
 {
 	struct nodeview v;
-	struct errbuf fe;
-	int r;
+	int r, fb;
 
 	fallback_err[0] = '\0';
+	if (c->race != NULL && nodectl_is_local(c, n->name)) {
+		if ((r = noderace_ask(c->race, n, m, &fb, fallback_err, flen, e)) == 0 && !fb)
+			fallback_err[0] = '\0';
+		return r;
+	}
 	nodeview_init(&v, n);
 	memset(m, 0, sizeof(*m));
 	r = c->cfg.provider->instances->metadata(c->cfg.provider_state, &v.node, m, e);
-	if (r < 0 && c->cfg.fallback != NULL && nodectl_is_local(c, n->name)) {
-		memset(m, 0, sizeof(*m));
-		int fr = c->cfg.fallback->instances->metadata(c->cfg.fallback_state, &v.node, m, &fe);
-		if (fr == 0) {
-			snprintf(fallback_err, flen, "provider %s: %s", c->cfg.provider->name, e->msg);
-			r = 0;
-		} else {
-			errbuf_set(e, r, "%s; metadata fallback: %s", e->msg, fe.msg);
-		}
-	}
 	nodeview_free(&v);
 	return r;
 }
@@ -523,6 +625,41 @@ nodectl_patch_node(struct kube_client *kc, const char *name, json_object *ops,
 	return r;
 }
 
+/* nodectl_answer computes n's addresses from m into addrs (room for
+ * CLOUD_ADDRS_MAX + 1) and, to initialize n, checks that m is complete:
+ * a providerID (unless the Node has one) and at least one address. */
+static int
+nodectl_answer(const struct kube_node *n, const struct cloud_instance_metadata *m,
+    int initialize, struct cloud_address *addrs, size_t *ret_k, struct errbuf *e)
+{
+	int r;
+
+	if ((r = nodectl_addresses(n, m, addrs, ret_k, e)) < 0)
+		return r;
+	if (initialize && (n->provider_id == NULL || *n->provider_id == '\0') &&
+	    m->provider_id[0] == '\0')
+		return errbuf_set(e, ERR_PERMANENT, "node %s: the provider gave no providerID and "
+		    "the Node has none", n->name);
+	if (*ret_k == 0 && initialize)
+		return errbuf_set(e, ERR_PERMANENT, "node %s: no addresses for it (the provider "
+		    "knows none and the Node has none); the taint stays until it has some", n->name);
+	return 0;
+}
+
+/* nodectl_answer_valid is the race's test of an answer (noderace.h): what
+ * the initialization's writes need. */
+static int
+nodectl_answer_valid(const struct kube_node *n, const struct cloud_instance_metadata *m,
+    struct errbuf *e)
+{
+	struct cloud_address *addrs = xcalloc(CLOUD_ADDRS_MAX + 1, sizeof(*addrs));
+	size_t k;
+	int r = nodectl_answer(n, m, 1, addrs, &k, e);
+
+	free(addrs);
+	return r;
+}
+
 /* nodectl_write makes the Node match m in at most two writes: the status's
  * addresses (skipped when equal), then labels, providerID and the taint.
  * Returns 0, ERR_CONFLICT (the Node changed: re-read and retry), or another
@@ -540,19 +677,8 @@ nodectl_write(struct kube_client *kc, const struct kube_node *n,
 	int r;
 
 	addrs = xcalloc(CLOUD_ADDRS_MAX + 1, sizeof(*addrs));
-	if ((r = nodectl_addresses(n, m, addrs, &k, e)) < 0)
+	if ((r = nodectl_answer(n, m, initialize, addrs, &k, e)) < 0)
 		goto out;
-	if (initialize && (n->provider_id == NULL || *n->provider_id == '\0') &&
-	    m->provider_id[0] == '\0') {
-		r = errbuf_set(e, ERR_PERMANENT, "node %s: the provider gave no providerID and the "
-		    "Node has none", n->name);
-		goto out;
-	}
-	if (k == 0 && initialize) {
-		r = errbuf_set(e, ERR_PERMANENT, "node %s: no addresses for it (the provider "
-		    "knows none and the Node has none); the taint stays until it has some", n->name);
-		goto out;
-	}
 	if (k > 0 && !nodectl_addresses_equal(n, addrs, k)) {
 		if ((r = kube_path(&path, "/api/v1", NULL, "nodes", n->name, "status", NULL)) < 0)
 			goto out;
@@ -940,6 +1066,15 @@ nodectl_new(const struct nodectl_config *cfg, struct nodectl **ret, struct errbu
 		nodectl_free(c);
 		return errbuf_set(e, r, "cloud-node: cannot create the work queue");
 	}
+	if (cfg->fallback != NULL && cfg->fallback->instances != NULL &&
+	    cfg->fallback->instances->metadata != NULL && c->local_node != NULL) {
+		struct noderace_config rc = {
+			.provider = cfg->provider, .provider_state = cfg->provider_state,
+			.fallback = cfg->fallback, .fallback_state = cfg->fallback_state,
+			.valid = nodectl_answer_valid, .late = nodectl_late, .arg = c,
+		};
+		c->race = noderace_new(&rc);
+	}
 	h.arg = c;
 	if ((r = reflector_add_handlers(cfg->nodes, &h, e)) < 0) {
 		nodectl_free(c);
@@ -1012,6 +1147,8 @@ nodectl_stop(struct nodectl *c)
 	if (c == NULL)
 		return;
 	stop_request(&c->stop);
+	if (c->race)
+		noderace_cancel(c->race);   /* a worker waiting for the provider */
 	if (c->q)
 		wq_shutdown(c->q);
 	for (int i = 0; i < c->nworkers; i++)
@@ -1020,6 +1157,11 @@ nodectl_stop(struct nodectl *c)
 	if (c->refresher_started)
 		pthread_join(c->refresher, NULL);
 	c->refresher_started = 0;
+	/* the local node's provider call, abandoned or not, ends before the
+	 * caller may free the provider's state; its late answer records an
+	 * Event, so before the caller frees the recorder too */
+	noderace_free(c->race);
+	c->race = NULL;
 }
 
 void

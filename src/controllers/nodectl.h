@@ -22,10 +22,16 @@
  *   already written over (the one it started from, or the one between its
  *   two writes) is not synced again, however late the watch brings it (a
  *   worker reads a cached copy and its mark in one step);
- * - the local node falls back to the `fallback` provider (the metadata
- *   provider) when the provider fails for it; the Synced Event and the
- *   bootccm_node_initializations_total{source} label say which source
- *   answered;
+ * - the local node asks the provider and the `fallback` provider (the
+ *   metadata provider) at once (noderace.h), and the first complete, valid
+ *   answer initializes it: a black-holed or slow cloud API costs nothing.
+ *   The Synced Event and the bootccm_node_initializations_total{source}
+ *   label say which source answered, and when the fallback did, what the
+ *   provider had done (not answered yet, or its error). A provider answer
+ *   that comes after the fallback's won is only compared: when it disagrees
+ *   (providerID, addresses, instance type, zone, region), a Warning Event
+ *   (reason ProviderDisagrees) names the fields; nothing is rewritten.
+ *   Remote nodes wait for the provider;
  * - the periodic address refresh (leader only) uses instances.list when the
  *   provider has it: O(N / page size) cloud calls per period.
  * Failures keep the taint, record a Warning Event (reason InitializationFailed)
@@ -45,6 +51,7 @@
 
 #include "clock.h"
 #include "cloud.h"
+#include "dynbuf.h"
 #include "err.h"
 #include "kube/client.h"
 #include "kube/events.h"
@@ -111,7 +118,11 @@ void nodectl_set_leading(struct nodectl *c, int leading);
  * changed (the provider's credentials). NULL is fine. */
 void nodectl_retry_now(struct nodectl *c);
 
-/* nodectl_stop shuts the queue down and joins the workers. Idempotent. */
+/* nodectl_stop shuts the queue down, joins the workers, and joins the
+ * local node's provider call when one is still running (abandoned for the
+ * fallback's answer, or waited for): it returns once the provider gives up
+ * on its struct cloud_config stop, so the provider's state may be freed
+ * after it. Idempotent. */
 void nodectl_stop(struct nodectl *c);
 
 /* nodectl_free stops c and frees it. Only once the node reflector runs no
@@ -143,5 +154,14 @@ json_object *nodectl_node_ops(const struct kube_node *n,
 
 /* nodectl_status_patch builds {"status":{"addresses":[...]}}. */
 json_object *nodectl_status_patch(const struct cloud_address *a, size_t k);
+
+/* nodectl_disagreement compares the provider's late answer with the one
+ * that initialized n (won, the metadata fallback's): providerID, instance
+ * type, zone and region where both say, and the addresses each would have
+ * written (nodectl_addresses). Appends each field that differs, with both
+ * values, to out ("zone (instance-metadata: a, provider: b); ...") and
+ * returns how many differ: 0 when they agree. */
+int nodectl_disagreement(const struct kube_node *n, const struct cloud_instance_metadata *won,
+    const struct cloud_instance_metadata *late, struct dynbuf *out);
 
 #endif

@@ -171,16 +171,17 @@ def run(args, timeout=30, env=None):
 
 
 class Daemon(object):
-    """bootccm running in the background, its stderr collected in a file."""
+    """bootccm running in the background, its stderr collected in a file;
+    prefix: a command that runs it (unshare ...), or empty."""
 
-    def __init__(self, args, env=None):
+    def __init__(self, args, env=None, prefix=()):
         self.log_path = tempfile.mktemp(prefix="bootccm-", suffix=".log")
         self.log = open(self.log_path, "w")
         self.result = None
         e = dict(os.environ)
         if env:
             e.update(env)
-        self.proc = subprocess.Popen([bootccm_path()] + list(args),
+        self.proc = subprocess.Popen(list(prefix) + [bootccm_path()] + list(args),
                                      stdout=self.log, stderr=subprocess.STDOUT,
                                      env=e)
 
@@ -226,8 +227,8 @@ class Daemon(object):
 def daemon():
     started = []
 
-    def start(args, env=None):
-        d = Daemon(args, env)
+    def start(args, env=None, prefix=()):
+        d = Daemon(args, env, prefix)
         started.append(d)
         return d
 

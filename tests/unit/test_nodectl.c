@@ -297,4 +297,38 @@ TEST(nodeview_maps_labels_annotations_and_known_address_types)
 	store_obj_unref(&n->obj);
 }
 
+TEST(a_late_provider_answer_is_compared_field_by_field)
+{
+	const struct kube_node *n = node(NODE_WITH("", "",
+	    "\"addresses\":[{\"type\":\"Hostname\",\"address\":\"n1\"}]"));
+	struct cloud_instance_metadata won, late;
+	struct dynbuf d;
+
+	dynbuf_init(&d, 4096);
+	instance(&won);
+	snprintf(won.source, sizeof(won.source), "%s", CLOUD_SOURCE_METADATA);
+	late = won;
+	snprintf(late.source, sizeof(late.source), "%s", CLOUD_SOURCE_API);
+	CHECK(nodectl_disagreement(n, &won, &late, &d) == 0);
+	CHECK_STR(dynbuf_ptr(&d), "");
+	/* a field one of them does not say is no disagreement */
+	late.instance_type[0] = '\0';
+	late.n_labels = 0;
+	CHECK(nodectl_disagreement(n, &won, &late, &d) == 0);
+	/* the same addresses in another order write other addresses */
+	snprintf(late.provider_id, sizeof(late.provider_id), "aws:///us-east-2b/i-0def");
+	snprintf(late.zone, sizeof(late.zone), "us-east-2c");
+	late.addresses[0] = won.addresses[1];
+	late.addresses[1] = won.addresses[0];
+	CHECK(nodectl_disagreement(n, &won, &late, &d) == 3);
+	CHECK_STR(dynbuf_ptr(&d), "providerID (instance-metadata: aws:///us-east-2b/i-0abc, "
+	    "provider: aws:///us-east-2b/i-0def); zone (instance-metadata: us-east-2b, provider: "
+	    "us-east-2c); addresses (instance-metadata: [InternalIP 10.0.0.5, InternalIP 10.0.0.6, "
+	    "InternalIP 2001:db8::5, ExternalIP 3.14.15.92, Hostname n1], provider: [InternalIP "
+	    "10.0.0.6, InternalIP 10.0.0.5, InternalIP 2001:db8::5, ExternalIP 3.14.15.92, "
+	    "Hostname n1])");
+	dynbuf_free(&d);
+	store_obj_unref(&n->obj);
+}
+
 TEST_MAIN()
