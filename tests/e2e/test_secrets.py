@@ -6,13 +6,17 @@ servers that echo it back."""
 import http.server
 import json
 import os
+import shutil
+import socket
 import ssl
+import subprocess
+import tempfile
 import threading
 import time
 
 import pytest
 
-from conftest import run
+from conftest import bootccm_path, run
 from rawserver import RawServer
 
 TOKEN = "s3cret-t0ken-4a7b9c1d2e3f"
@@ -280,3 +284,73 @@ def test_metadata_prints_no_session_token(mode):
             assert_no_secret(IMDS_TOKEN, r.stdout, r.stderr)
     finally:
         srv.shutdown()
+
+
+# --- 3. no core dump carries a secret -----------------------------------------
+
+def _blackhole():
+    """A listener that accepts connections (the kernel does) and never
+    answers: every command below waits on it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.bind(("127.0.0.1", 0))
+    s.listen(64)
+    return s
+
+
+def _proc_owner_and_uid(pid):
+    st = os.stat("/proc/%d/status" % pid)
+    with open("/proc/%d/status" % pid) as f:
+        uid = [int(l.split()[1]) for l in f if l.startswith("Uid:")][0]
+    return st.st_uid, uid
+
+
+@pytest.mark.parametrize("cmd", ["daemon", "check-kubeconfig", "doctor", "metadata"])
+def test_no_core_dumps_for_the_daemon_and_every_subcommand(cmd):
+    # A process that is not dumpable (prctl PR_SET_DUMPABLE 0) writes no core
+    # file and its /proc/PID files belong to root, whoever runs it: run it as
+    # an unprivileged user and look at who owns /proc/PID/status.
+    hole = _blackhole()
+    d = tempfile.mkdtemp(prefix="bootccm-dump-")
+    os.chmod(d, 0o755)
+    try:
+        kc = kubeconfig(os.path.join(d, "kc"), "https://127.0.0.1:%d" % hole.getsockname()[1],
+                        "    token: %s\n" % TOKEN)
+        os.chmod(kc, 0o644)
+        args = {
+            "daemon": ["--kubeconfig", kc, "--secure-port=0", "--cloud-provider=",
+                       "--leader-elect=false"],
+            "check-kubeconfig": ["check-kubeconfig", "--kubeconfig", kc, "--timeout=60s"],
+            "doctor": ["doctor", "--kubeconfig", kc, "--timeout=60s"],
+            "metadata": ["metadata", "--metadata-cloud=ec2", "--timeout=60s",
+                         "--metadata-endpoint=http://127.0.0.1:%d" % hole.getsockname()[1]],
+        }[cmd]
+        pre = None
+        if os.getuid() == 0:
+            def pre():
+                os.setgid(65534)
+                os.setgroups([])
+                os.setuid(65534)
+        p = subprocess.Popen([bootccm_path()] + args, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, preexec_fn=pre)
+        try:
+            exe = os.path.realpath(bootccm_path())
+            deadline = time.monotonic() + 20
+            owner, uid = None, None
+            while time.monotonic() < deadline and p.poll() is None:
+                try:
+                    if os.readlink("/proc/%d/exe" % p.pid) == exe:
+                        owner, uid = _proc_owner_and_uid(p.pid)
+                        if owner == 0:
+                            break
+                except OSError:
+                    pass
+                time.sleep(0.02)
+            assert p.poll() is None, "%s ended before it could be looked at" % cmd
+            assert uid is not None and uid != 0, uid
+            assert owner == 0, "/proc/%d of %s belongs to uid %s: dumpable" % (p.pid, cmd, owner)
+        finally:
+            p.kill()
+            p.wait()
+    finally:
+        hole.close()
+        shutil.rmtree(d, ignore_errors=True)
