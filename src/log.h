@@ -64,6 +64,7 @@ char *log_redact_str(const char *s);
  * escaping twice changes nothing. A text that does not fit is cut at a
  * character with "...". Returns out. */
 const char *log_escape(const char *in, char *out, size_t cap);
+#define LOG_ESCAPED_MAX 4096 /* bytes: a log_escape buffer for one message */
 
 /* log_utf8_len returns the length of the valid UTF-8 sequence of two to
  * four bytes at s (len bytes available; no overlongs, surrogates or values

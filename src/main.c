@@ -54,7 +54,10 @@ main_build_info(void)
 static int
 main_usage_error(const char *prog, const struct errbuf *e)
 {
-	log_print(STDERR_FILENO, "%s: %s\nRun '%s --help' for usage.\n", prog, e->msg, prog);
+	char esc[LOG_ESCAPED_MAX];
+
+	log_print(STDERR_FILENO, "%s: %s\nRun '%s --help' for usage.\n", prog,
+	    log_escape(e->msg, esc, sizeof(esc)), prog);
 	return 2;
 }
 

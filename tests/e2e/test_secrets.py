@@ -36,7 +36,8 @@ class EchoHandler(http.server.BaseHTTPRequestHandler):
     """An API server that refuses (401, 403) or accepts (echo) whatever
     credentials it gets, and puts the Authorization header it received into
     every answer: Status messages, /version's gitVersion, the
-    SelfSubjectReview's user name and groups."""
+    SelfSubjectReview's user name and groups; or (hostile) answers with
+    control characters in its texts."""
 
     protocol_version = "HTTP/1.1"
     mode = "401"
@@ -49,7 +50,14 @@ class EchoHandler(http.server.BaseHTTPRequestHandler):
         if n:
             self.rfile.read(n)
         auth = self.headers.get("Authorization", "")
-        if self.mode in ("401", "403"):
+        if self.mode == "hostile":
+            # /version answers, everything else is refused: with HOSTILE text
+            if self.path.startswith("/version"):
+                code, body = 200, {"major": "1", "minor": "32", "gitVersion": HOSTILE}
+            else:
+                code, body = 403, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                                   "message": HOSTILE, "reason": "Forbidden", "code": 403}
+        elif self.mode in ("401", "403"):
             code = int(self.mode)
             body = {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                     "message": "bad token %s" % auth, "reason":
@@ -364,3 +372,55 @@ def test_no_core_dumps_for_the_daemon_and_every_subcommand(cmd):
     finally:
         hole.close()
         shutil.rmtree(d, ignore_errors=True)
+
+
+# --- 4. server and device text is printed escaped -----------------------------
+
+# CR and LF would forge a line ("DEADLOCK ..."), ESC [2J clears a terminal,
+# U+009B is a one-character CSI; legitimate UTF-8 (é) is kept
+HOSTILE = "x\r\nDEADLOCK forged\x1b[2J\u009b\u00e9"
+
+
+def assert_escaped(out):
+    raw = out.encode() if isinstance(out, str) else out
+    assert b"\r" not in raw and b"\x1b" not in raw and "\u009b".encode() not in raw, raw
+    # the forged line is not a line of its own
+    for line in raw.split(b"\n"):
+        assert not line.startswith(b"DEADLOCK forged"), raw
+    assert b"x\\r\\nDEADLOCK forged\\x1b[2J\\xc2\\x9b\xc3\xa9" in raw, raw
+
+
+def test_check_kubeconfig_and_doctor_escape_the_servers_text(api, tmp):
+    srv = echo_server(api, "hostile")
+    try:
+        server = "https://127.0.0.1:%d" % srv.server_address[1]
+        kc = api.write_kubeconfig(os.path.join(tmp, "kc"), user="t", token=TOKEN,
+                                  server=server, tls_server_name="kubernetes")
+        r = subprocess.run([bootccm_path(), "check-kubeconfig", "--kubeconfig", kc],
+                           capture_output=True, timeout=30)
+        assert r.returncode == 1, r.stderr
+        assert b"version: " in r.stdout, r.stdout
+        assert_escaped(r.stdout)     # gitVersion
+        assert_escaped(r.stderr)     # the SelfSubjectReview's 403 message
+        r = subprocess.run([bootccm_path(), "doctor", "--kubeconfig", kc],
+                           capture_output=True, timeout=30)
+        assert r.returncode == 3, r.stderr
+        assert_escaped(r.stderr)
+    finally:
+        srv.shutdown()
+
+
+def test_metadata_escapes_dmi_text(tmp):
+    dmi = os.path.join(tmp, "dmi")
+    os.makedirs(dmi)
+    for name, value in (("sys_vendor", b"Acme\x1b[2J\rFAKE\xff\xfe"),
+                        ("product_name", "Box\u00e9\u009b".encode())):
+        with open(os.path.join(dmi, name), "wb") as f:
+            f.write(value + b"\n")
+    r = subprocess.run([bootccm_path(), "metadata", "--detect", "--metadata-dmi-dir=" + dmi],
+                       capture_output=True, timeout=30)
+    assert r.returncode == 3, r.stderr
+    assert b"\x1b" not in r.stderr and b"\r" not in r.stderr and b"\xff" not in r.stderr
+    assert "\u009b".encode() not in r.stderr
+    assert b'sys_vendor "Acme\\x1b[2J\\rFAKE\\xff\\xfe"' in r.stderr, r.stderr
+    assert b'product_name "Box\xc3\xa9\\xc2\\x9b"' in r.stderr, r.stderr
