@@ -452,7 +452,10 @@ nodectl_instance(struct nodectl *c, const struct kube_node *n,
 			snprintf(fallback_err, flen, "provider %s: %s", c->cfg.provider->name, e->msg);
 			r = 0;
 		} else {
-			errbuf_set(e, r, "%s; metadata fallback: %s", e->msg, fe.msg);
+			/* e->msg is an argument: formatting it into itself lost it */
+			char prov[ERRBUF_MAX];
+			memcpy(prov, e->msg, sizeof(prov));
+			errbuf_set(e, r, "%s; metadata fallback: %s", prov, fe.msg);
 		}
 	}
 	nodeview_free(&v);

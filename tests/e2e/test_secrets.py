@@ -18,6 +18,8 @@ import pytest
 
 from conftest import bootccm_path, run
 from rawserver import RawServer
+from test_bootstrap import daemon_args, load_rbac, metadata, register, wait_event  # noqa: F401
+from test_hcloud import fakehcloud, hcloud_args
 
 TOKEN = "s3cret-t0ken-4a7b9c1d2e3f"
 SA_TOKEN = "pr0jected-sa-t0ken-9f8e7d6c"
@@ -424,3 +426,105 @@ def test_metadata_escapes_dmi_text(tmp):
     assert "\u009b".encode() not in r.stderr
     assert b'sys_vendor "Acme\\x1b[2J\\rFAKE\\xff\\xfe"' in r.stderr, r.stderr
     assert b'product_name "Box\xc3\xa9\\xc2\\x9b"' in r.stderr, r.stderr
+
+
+# --- 5. Events and conditions carry no secret a server echoed -----------------
+
+KUBE_TOKEN = "kUbE-b3arer-t0ken-5d6e7f8a9b0c1d2e"
+
+
+def _echo_message(secret):
+    # the whole secret, and a piece of it as a server cutting its echo short
+    return "Internal error: request had Authorization: Bearer %s; retry (%s)" % (
+        secret, secret[5:17])
+
+
+def _no_secret_in_events(api, *secrets):
+    import json as _json
+    events = api.list_objects("events")
+    text = _json.dumps(events)
+    for s in secrets:
+        assert_no_secret(s, text)
+    return events
+
+
+def test_events_carry_no_bearer_token_a_server_echoed(api, tmp, daemon, metadata):
+    md = metadata()
+    load_rbac(api)
+    register(api, "cp-1", control_plane=True)
+    kc = api.write_kubeconfig(os.path.join(tmp, "kc"), user="system:cloud-controller-manager",
+                              groups=(), token=KUBE_TOKEN, tls_server_name="kubernetes")
+    # every write of the Node is answered 500 with the token in the message
+    api.inject_fault("/api/v1/nodes/cp-1", status=500, count=None, method="PATCH",
+                     message=_echo_message(KUBE_TOKEN))
+    d = daemon(daemon_args(kc, "cp-1", md, ["--leader-elect=false"]))
+    ev = wait_event(api, "cp-1", "InitializationFailed", timeout=30)
+    assert "[redacted]" in ev["message"], ev
+    assert "Internal error" in ev["message"], ev
+    _no_secret_in_events(api, KUBE_TOKEN)
+    # a repeat is counted into the same Event by a patch: still redacted
+    wait_event(api, "cp-1", "InitializationFailed", pred=lambda e: e.get("count", 1) > 1,
+               timeout=60)
+    _no_secret_in_events(api, KUBE_TOKEN)
+    assert_no_secret(KUBE_TOKEN, d.output())
+
+
+def test_events_carry_no_hcloud_token_the_api_echoed(api, tmp, daemon):
+    with fakehcloud.FakeHcloud() as hc:
+        net = hc.add_network(name="k8s")
+        hc.add_server(name="cp-1", private_net=[net["id"]])
+        register(api, "cp-1", control_plane=True)
+        hc.inject_fault(path="/v1/*", status=500, count=None, code="server_error",
+                        message=_echo_message(hc.token))
+        d = daemon(hcloud_args(api, hc, tmp))
+        ev = wait_event(api, "cp-1", "InitializationFailed", timeout=30)
+        assert "[redacted]" in ev["message"], ev
+        _no_secret_in_events(api, hc.token)
+        assert_no_secret(hc.token, d.output())
+
+
+def test_no_write_carries_a_secret_the_cloud_echoed(api, tmp, daemon):
+    # every body the daemon sends the API server (Events, the Node's status
+    # and conditions, annotations) while the Networks API echoes the token:
+    # the API client redacts each string of an object it writes
+    with fakehcloud.FakeHcloud() as hc:
+        net = hc.add_network(name="k8s")
+        hc.add_server(name="cp-1", private_net=[net["id"]])
+        register(api, "cp-1", control_plane=True)
+        seq = api.log_seq()
+        hc.inject_fault(path="/v1/networks*", status=500, count=None, code="server_error",
+                        message=_echo_message(hc.token))
+        d = daemon(hcloud_args(api, hc, tmp, extra=["--configure-cloud-routes=true",
+                                                     "--cluster-cidr=10.244.0.0/16",
+                                                     "--allocate-node-cidrs=true"]))
+        wait_event(api, "cp-1", "InitializationFailed", timeout=30)
+        import json as _json
+        assert_no_secret(hc.token, _json.dumps(api.request_log(seq)), d.output())
+        _no_secret_in_events(api, hc.token)
+
+
+# --- 6. the hcloud endpoint: no user part echoed, the position named ----------
+
+@pytest.mark.parametrize("endpoint, why", [
+    ("https://admin:hunter2-hcloud-pass@api.example/v1", "user part"),
+    ("http://admin:hunter2-hcloud-pass@192.0.2.1/v1", "user part"),
+    ("ftp://admin:hunter2-hcloud-pass@api.example/v1", "not an http:// or https:// URL"),
+])
+def test_hcloud_endpoint_errors_name_the_position_not_the_password(api, tmp, endpoint, why):
+    with open(os.path.join(tmp, "token"), "w") as f:
+        f.write("a-valid-looking-token\n")
+    cfg = os.path.join(tmp, "cloud.yaml")
+    with open(cfg, "w") as f:
+        f.write("hcloud:\n  tokenFile: token\n  endpoint: \"%s\"\n" % endpoint)
+    kc = api.write_kubeconfig(os.path.join(tmp, "kc"), user="system:cloud-controller-manager",
+                              groups=(), tls_server_name="kubernetes")
+    for extra in (["--validate"], []):
+        r = run(["--kubeconfig", kc, "--cloud-provider=hcloud", "--cloud-config", cfg,
+                 "--secure-port=0", "--leader-elect=false"] + extra, timeout=30)
+        assert r.returncode != 0, r.stderr
+        out = r.stdout + r.stderr
+        # FILE:LINE:COL of the value, like every other cloud-config error
+        assert cfg + ":3:13:" in out, out
+        assert why in out and "[redacted]@" in out, out
+        assert_no_secret("hunter2-hcloud-pass", out)
+        assert "admin:" not in out, out
