@@ -1,4 +1,5 @@
-/* log.c - klog text format and JSON lines, with secret redaction. */
+/* log.c - klog text format and JSON lines, secret redaction, escaping for a
+ * terminal. */
 #include "log.h"
 
 #include <errno.h>
