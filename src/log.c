@@ -47,6 +47,9 @@ log_enabled(int v)
  * text of n bytes (a bounded number of hash lookups a byte), O(m) time and
  * memory to index secrets of m bytes in all. */
 
+_Static_assert(LOG_SECRET_GRAM <= 8 && LOG_SECRET_MIN <= LOG_SECRET_GRAM,
+    "a window must fit a uint64_t");
+
 struct log_gram {
 	uint64_t v;                /* the window's bytes, the first in the low byte */
 	unsigned char len;         /* 0: a free slot */
@@ -117,7 +120,7 @@ log_index_put(struct log_index *x, const char *p, size_t len)
 	x->lens |= 1u << len;
 }
 
-/* log_piece calls fn for each piece of secret s to index: the whole value,
+/* log_pieces calls fn for each piece of secret s to index: the whole value,
  * or for a PEM block (a private key) each line of its base64 body, so the
  * armor ("-----BEGIN PRIVATE KEY-----"), which every PEM file shares, and
  * the line breaks, which a server may re-encode, are not part of it. */
@@ -264,7 +267,7 @@ log_match_end(const struct log_index *x, const char *in, size_t n, size_t i)
 	uint64_t w = log_gram_pack(in + i, k);
 
 	for (; k >= LOG_SECRET_MIN; k--) {
-		uint64_t v = k == 8 ? w : w & ((1ULL << (8 * k)) - 1);
+		uint64_t v = k == 8 ? w : w & ((1ULL << (8 * k)) - 1);  /* the first k bytes */
 		if ((x->lens & (1u << k)) && log_index_has(x, v, (unsigned)k))
 			return i + k;
 	}
