@@ -59,10 +59,12 @@ class EchoHandler(http.server.BaseHTTPRequestHandler):
             else:
                 code, body = 403, {"kind": "Status", "apiVersion": "v1", "status": "Failure",
                                    "message": HOSTILE, "reason": "Forbidden", "code": 403}
-        elif self.mode in ("401", "403"):
-            code = int(self.mode)
+        elif self.mode in ("401", "403", "part"):
+            code = 403 if self.mode == "403" else 401
+            # part: a piece of the token, as a server cutting its echo short
+            said = "...%s..." % auth[12:24] if self.mode == "part" else auth
             body = {"kind": "Status", "apiVersion": "v1", "status": "Failure",
-                    "message": "bad token %s" % auth, "reason":
+                    "message": "bad token %s" % said, "reason":
                     "Unauthorized" if code == 401 else "Forbidden", "code": code}
         elif self.path.startswith("/version"):
             code, body = 200, {"major": "1", "minor": "32", "gitVersion": auth}
@@ -214,7 +216,7 @@ def test_a_bad_server_url_is_refused_at_load(tmp, server, why):
 
 # --- 2. one redaction for every output path ----------------------------------
 
-@pytest.mark.parametrize("mode", ["401", "403", "echo"])
+@pytest.mark.parametrize("mode", ["401", "403", "part", "echo"])
 def test_check_kubeconfig_prints_no_secret(api, tmp, mode):
     srv = echo_server(api, mode)
     try:
@@ -237,7 +239,31 @@ def test_check_kubeconfig_prints_no_secret(api, tmp, mode):
         srv.shutdown()
 
 
-@pytest.mark.parametrize("mode", ["401", "echo"])
+@pytest.mark.parametrize("mode", ["401", "403", "part"])
+def test_doctor_and_validate_print_no_secret(api, tmp, mode):
+    srv = echo_server(api, mode)
+    try:
+        server = "https://127.0.0.1:%d" % srv.server_address[1]
+        with open(os.path.join(tmp, "sa-token"), "w") as f:
+            f.write(SA_TOKEN + "\n")
+        tok = api.write_kubeconfig(os.path.join(tmp, "tok"), user="t", token=TOKEN,
+                                   server=server, tls_server_name="kubernetes")
+        tokfile = kubeconfig(os.path.join(tmp, "tokfile"), server,
+                             "    tokenFile: %s\n" % os.path.join(tmp, "sa-token"),
+                             ca_file=api.ca_file, tls_server_name="kubernetes")
+        for kc, secret in ((tok, TOKEN), (tokfile, SA_TOKEN)):
+            r = run(["doctor", "--kubeconfig", kc, "-v=10"])
+            assert r.returncode == 3, r.stderr
+            assert "[redacted]" in r.stderr, r.stderr
+            assert_no_secret(secret, r.stdout, r.stderr)
+            r = run(["--kubeconfig", kc, "--validate", "--secure-port=0", "-v=10"])
+            assert r.returncode == 0, r.stderr
+            assert_no_secret(secret, r.stdout, r.stderr)
+    finally:
+        srv.shutdown()
+
+
+@pytest.mark.parametrize("mode", ["401", "part", "echo"])
 def test_the_daemon_logs_no_token_file_secret(api, tmp, daemon, mode):
     srv = echo_server(api, mode)
     try:
