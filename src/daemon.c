@@ -261,24 +261,29 @@ daemon_check_kubeconfig(const struct options *o)
 	struct kube_client c;
 	struct errbuf e = { "" };
 	char version[128], user[256], groups[1024], limit[32];
+	char esc[LOG_ESCAPED_MAX], esc2[LOG_ESCAPED_MAX];
 	int64_t deadline = clock_add_ns(clock_mono_ns(), o->timeout_ns);
 	int r;
 
 	if ((r = daemon_client(o, &kc, &c, &e)) < 0) {
-		log_print(STDERR_FILENO, "bootccm: check-kubeconfig: %s\n", e.msg);
+		log_print(STDERR_FILENO, "bootccm: check-kubeconfig: %s\n",
+		    log_escape(e.msg, esc, sizeof(esc)));
 		return 1;
 	}
 	/* one attempt per request, all of them within the one deadline of a
 	 * one-shot command */
 	kube_client_set_retries(&c, 0, 0, 0);
 	http_set_deadline(deadline);
-	log_print(STDOUT_FILENO, "server: %s\n", kc.server);
+	/* the server's texts are printed escaped: CR, LF or a terminal's
+	 * control sequence in an answer must not forge or hide a line */
+	log_print(STDOUT_FILENO, "server: %s\n", log_escape(kc.server, esc, sizeof(esc)));
 	if ((r = daemon_server_version(&c, version, sizeof(version), &e)) < 0)
 		goto fail;
-	log_print(STDOUT_FILENO, "version: %s\n", version);
+	log_print(STDOUT_FILENO, "version: %s\n", log_escape(version, esc, sizeof(esc)));
 	if ((r = daemon_whoami(&c, user, sizeof(user), groups, sizeof(groups), &e)) < 0)
 		goto fail;
-	log_print(STDOUT_FILENO, "user: %s\ngroups: %s\n", user, groups);
+	log_print(STDOUT_FILENO, "user: %s\ngroups: %s\n", log_escape(user, esc, sizeof(esc)),
+	    log_escape(groups, esc2, sizeof(esc2)));
 	kube_client_cleanup(&c);
 	kubeconfig_free(&kc);
 	return 0;
@@ -287,7 +292,8 @@ fail:
 		duration_format(o->timeout_ns, limit, sizeof(limit));
 		errbuf_prefix(&e, r, "no answer within --timeout %s", limit);
 	}
-	log_print(STDERR_FILENO, "bootccm: check-kubeconfig: %s\n", e.msg);
+	log_print(STDERR_FILENO, "bootccm: check-kubeconfig: %s\n",
+	    log_escape(e.msg, esc, sizeof(esc)));
 	kube_client_cleanup(&c);
 	kubeconfig_free(&kc);
 	return 1;
@@ -953,9 +959,11 @@ daemon_validate(const struct options *o)
 	struct daemon d = { .o = o };
 	struct errbuf e = { "" };
 	const char *what;
+	char esc[LOG_ESCAPED_MAX];
 
 	if (daemon_preflight(&d, 1, &what, &e) < 0) {
-		log_print(STDERR_FILENO, "bootccm: --validate: %s\n", e.msg);
+		log_print(STDERR_FILENO, "bootccm: --validate: %s\n",
+		    log_escape(e.msg, esc, sizeof(esc)));
 		daemon_release(&d);
 		return 2;
 	}

@@ -3,10 +3,15 @@
  * Contract: log_init once at start; after that any thread may log. A line is
  * written with one write(2), so lines from threads never interleave. Values
  * registered with log_add_secret (tokens, keys) are replaced by "[redacted]"
- * in every line, whatever the verbosity, and in everything a command prints
- * with log_print: one redaction for every output path, as a last line of
- * defence (code must not pass secrets to the logger in the first place, but
- * an answer may echo one).
+ * in every line, whatever the verbosity, in everything a command prints
+ * with log_print, and in what log_redact_str returns (the Events recorder
+ * and the API client's writes use it): one redaction for every text that
+ * leaves the process, as a last line of defence (code must not pass secrets
+ * on in the first place, but an answer may echo one). Not only a secret
+ * whole is redacted: any LOG_SECRET_GRAM bytes of it in a row are (a server
+ * may echo a token cut short or split), and a secret shorter than that
+ * wherever it appears whole; overlapping and adjacent matches become one
+ * mark. The cost is linear in the text's length (see log.c).
  *
  * Messages take key/value pairs after the format arguments' end marker:
  *   log_info(0, "Initialized node", "node", name, "source", "metadata", NULL);
@@ -15,13 +20,17 @@
 #define BOOTCCM_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 enum log_format { LOG_TEXT, LOG_JSON };
 
 #define LOG_LINE_MAX 16384   /* bytes per line; key/value pairs that do not fit are dropped */
 #define LOG_VALUE_MAX 2048   /* bytes per message or value; longer ones are cut with "..." */
 #define LOG_SECRET_MIN 4     /* bytes: shorter values are not registered */
-#define LOG_SECRETS_MAX 64   /* registered secrets */
+#define LOG_SECRET_GRAM 8    /* bytes: any piece this long of a secret is redacted */
+#define LOG_SECRET_MAX (64 * 1024) /* bytes of one secret; the rest is not indexed */
+#define LOG_SECRETS_MAX 64   /* registered secrets; the oldest goes first */
+#define LOG_REDACTED "[redacted]"
 #define LOG_PRINT_MAX (4 * 1024 * 1024) /* bytes: one log_print text */
 
 /* log_init sets verbosity, format and the output file descriptor (2). */
@@ -31,11 +40,36 @@ void log_init(int verbosity, enum log_format format, int fd);
 int log_enabled(int v);
 
 /* log_add_secret registers a value to redact (copied; NULL and values
- * shorter than LOG_SECRET_MIN are ignored). */
+ * shorter than LOG_SECRET_MIN are ignored). A PEM block (a private key) is
+ * indexed by the lines of its base64 body: its armor and headers are the
+ * same in every PEM file and stay readable. log_add_secret_len takes a value
+ * that is not NUL-terminated. Thread-safe; costs O(total secret bytes). */
 void log_add_secret(const char *value);
+void log_add_secret_len(const char *value, size_t len);
 
 /* log_clear_secrets forgets every registered secret (wiping the copies). */
 void log_clear_secrets(void);
+
+/* log_redact_str returns a malloc'd copy of s with every registered secret
+ * replaced by LOG_REDACTED, or NULL when s holds none (nothing to copy).
+ * A mark never splits a UTF-8 sequence. For texts that leave the process
+ * other than through log lines and log_print. */
+char *log_redact_str(const char *s);
+
+/* log_escape copies the text of a server, a file or a device (an error
+ * message quoting an answer, DMI data) into out (cap bytes, the NUL
+ * included) fit for a terminal: CR, LF and tab become \r, \n and \t,
+ * other control bytes (C0, DEL, and C1 as UTF-8) and bytes that are not
+ * valid UTF-8 \xNN; valid UTF-8 stays as it is. Backslashes are kept, so
+ * escaping twice changes nothing. A text that does not fit is cut at a
+ * character with "...". Returns out. */
+const char *log_escape(const char *in, char *out, size_t cap);
+#define LOG_ESCAPED_MAX 4096 /* bytes: a log_escape buffer for one message */
+
+/* log_utf8_len returns the length of the valid UTF-8 sequence of two to
+ * four bytes at s (len bytes available; no overlongs, surrogates or values
+ * past U+10FFFF), or 0. */
+size_t log_utf8_len(const char *s, size_t len);
 
 /* log_print writes text formatted from fmt to fd as it is, not as a log
  * line: a command's own output (check-kubeconfig's answers, the facts of

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 #include <json-c/json.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -53,7 +54,10 @@ main_build_info(void)
 static int
 main_usage_error(const char *prog, const struct errbuf *e)
 {
-	log_print(STDERR_FILENO, "%s: %s\nRun '%s --help' for usage.\n", prog, e->msg, prog);
+	char esc[LOG_ESCAPED_MAX];
+
+	log_print(STDERR_FILENO, "%s: %s\nRun '%s --help' for usage.\n", prog,
+	    log_escape(e->msg, esc, sizeof(esc)), prog);
 	return 2;
 }
 
@@ -66,6 +70,13 @@ main(int argc, char **argv)
 	const struct options_cmd *cmd;
 	int first = 1, check = 0, r, rc;
 
+	/* no core dump, no ptrace by another process of the same user, /proc
+	 * files root's: the memory holds tokens and keys. Before anything is
+	 * read, for the daemon and every subcommand alike. */
+	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) {
+		fprintf(stderr, "%s: cannot turn core dumps off\n", prog);
+		return 1;
+	}
 	allocator_init();
 	/* wolfSSL writes with send(): a peer that aborts must not kill us */
 	signal(SIGPIPE, SIG_IGN);

@@ -386,8 +386,16 @@ static int
 serve_reply_text(struct serve_conn *c, const char *method, int code, const char *text,
     const char *extra)
 {
-	return serve_reply(c, method, code, "text/plain; charset=utf-8", text, strlen(text),
+	/* a check's message may quote a server's echo of a secret */
+	char *clean = log_redact_str(text);
+	int r;
+
+	if (clean != NULL)
+		text = clean;
+	r = serve_reply(c, method, code, "text/plain; charset=utf-8", text, strlen(text),
 	    extra);
+	free(clean);
+	return r;
 }
 
 /* serve_reply_status answers with a Kubernetes Status body, as the API
@@ -397,6 +405,7 @@ serve_reply_status(struct serve_conn *c, const char *method, int code,
     const char *reason, const char *message)
 {
 	json_object *o = xcheck(json_object_new_object());
+	char *clean = log_redact_str(message);  /* a review's message may echo one */
 	const char *text;
 	struct dynbuf b;
 	int r;
@@ -405,7 +414,9 @@ serve_reply_status(struct serve_conn *c, const char *method, int code,
 	json_object_object_add(o, "apiVersion", xcheck(json_object_new_string("v1")));
 	json_object_object_add(o, "metadata", xcheck(json_object_new_object()));
 	json_object_object_add(o, "status", xcheck(json_object_new_string("Failure")));
-	json_object_object_add(o, "message", xcheck(json_object_new_string(message)));
+	json_object_object_add(o, "message", xcheck(json_object_new_string(clean ? clean :
+	    message)));
+	free(clean);
 	json_object_object_add(o, "reason", xcheck(json_object_new_string(reason)));
 	if (code == 403)
 		json_object_object_add(o, "details", xcheck(json_object_new_object()));

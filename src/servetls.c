@@ -16,6 +16,7 @@
 #include <wolfssl/wolfcrypt/error-crypt.h>
 #include <wolfssl/wolfcrypt/random.h>
 
+#include "log.h"
 #include "readfile.h"
 #include "xalloc.h"
 
@@ -118,6 +119,8 @@ servetls_files(WOLFSSL_CTX *ctx, const char *cert_file, const char *key_file,
 		return r;
 	if ((r = servetls_read("tls-private-key-file", key_file, &key, &key_len, e)) < 0)
 		goto out;
+	/* the serving key is a secret in use like the client's */
+	log_add_secret_len(key, key_len);
 	w = wolfSSL_CTX_use_certificate_chain_buffer(ctx, (const unsigned char *)cert,
 	    (long)cert_len);
 	if (w != WOLFSSL_SUCCESS) {

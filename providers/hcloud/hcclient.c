@@ -114,14 +114,36 @@ hcclient_loopback(const char *host, size_t len)
 	return 0;
 }
 
-/* hcclient_endpoint_check checks url: scheme http or https, a host, no
- * query, fragment or user part; http only to loopback. */
-static int
+/* hcclient_endpoint_show copies url into out fit for a message: the user
+ * part of its authority ("user:pass@", which may hold a password) replaced
+ * by LOG_REDACTED, control bytes escaped (log_escape), at most 200 bytes. */
+static const char *
+hcclient_endpoint_show(const char *url, char *out, size_t cap)
+{
+	char buf[HCCLIENT_ENDPOINT_MAX + 16];
+	const char *auth = strstr(url, "://"), *at = NULL;
+
+	if (auth != NULL) {
+		auth += 3;
+		for (const char *p = auth; *p && *p != '/' && *p != '?' && *p != '#'; p++)
+			if (*p == '@')
+				at = p;
+	}
+	if (at != NULL)
+		snprintf(buf, sizeof(buf), "%.*s%s%.200s", (int)(auth - url), url, LOG_REDACTED, at);
+	else
+		snprintf(buf, sizeof(buf), "%.200s", url);
+	return log_escape(buf, out, cap < 256 ? cap : 256);
+}
+
+int
 hcclient_endpoint_check(const char *url, int *ret_plain, struct errbuf *e)
 {
+	char show[256];
 	const char *host, *end, *p;
 	int plain;
 
+	hcclient_endpoint_show(url, show, sizeof(show));
 	if (strncmp(url, "https://", 8) == 0) {
 		plain = 0;
 		host = url + 8;
@@ -129,32 +151,30 @@ hcclient_endpoint_check(const char *url, int *ret_plain, struct errbuf *e)
 		plain = 1;
 		host = url + 7;
 	} else {
-		return errbuf_set(e, ERR_INVALID, "endpoint \"%.200s\": not an http:// or https:// "
-		    "URL", url);
+		return errbuf_set(e, ERR_INVALID, "\"%s\": not an http:// or https:// URL", show);
 	}
 	if (strlen(url) >= HCCLIENT_ENDPOINT_MAX)
-		return errbuf_set(e, ERR_INVALID, "endpoint: longer than %d bytes",
-		    HCCLIENT_ENDPOINT_MAX - 1);
+		return errbuf_set(e, ERR_INVALID, "longer than %d bytes", HCCLIENT_ENDPOINT_MAX - 1);
 	for (p = url; *p; p++)
 		if (*p <= ' ' || *p >= 0x7f || *p == '?' || *p == '#' || *p == '@' || *p == '\\')
-			return errbuf_set(e, ERR_INVALID, "endpoint \"%.200s\": no spaces, query, "
-			    "fragment or user part allowed", url);
+			return errbuf_set(e, ERR_INVALID, "\"%s\": no spaces, query, fragment or user "
+			    "part allowed", show);
 	if (*host == '[') {
 		end = strchr(host, ']');
 		if (end == NULL)
-			return errbuf_set(e, ERR_INVALID, "endpoint \"%.200s\": unclosed '['", url);
+			return errbuf_set(e, ERR_INVALID, "\"%s\": unclosed '['", show);
 		end++;
 	} else {
 		end = host + strcspn(host, ":/");
 	}
 	if (end == host)
-		return errbuf_set(e, ERR_INVALID, "endpoint \"%.200s\": no host", url);
+		return errbuf_set(e, ERR_INVALID, "\"%s\": no host", show);
 	if (*end != '\0' && *end != ':' && *end != '/')
-		return errbuf_set(e, ERR_INVALID, "endpoint \"%.200s\": bad host", url);
+		return errbuf_set(e, ERR_INVALID, "\"%s\": bad host", show);
 	if (plain && !hcclient_loopback(host, (size_t)(end - host)))
-		return errbuf_set(e, ERR_INVALID, "endpoint \"%.200s\": plain http:// is allowed "
-		    "only to a loopback address (the token must not cross a network in the "
-		    "clear); use https://", url);
+		return errbuf_set(e, ERR_INVALID, "\"%s\": plain http:// is allowed only to a "
+		    "loopback address (the token must not cross a network in the clear); use "
+		    "https://", show);
 	*ret_plain = plain;
 	return 0;
 }
@@ -172,7 +192,7 @@ hcclient_new(const struct hcclient_config *cfg, struct hcclient **ret, struct er
 	if (cfg->token_file == NULL || *cfg->token_file == '\0')
 		return errbuf_set(e, ERR_INVALID, "tokenFile is required");
 	if ((r = hcclient_endpoint_check(ep, &plain, e)) < 0)
-		return r;
+		return errbuf_prefix(e, r, "endpoint");
 	c = xcalloc(1, sizeof(*c));
 	c->endpoint = xstrdup(ep);
 	len = strlen(c->endpoint);

@@ -68,10 +68,16 @@ struct hcclient_answer {
 
 struct hcclient;
 
-/* hcclient_new checks cfg (ERR_INVALID naming the endpoint: not a URL,
- * plain http:// to a host that is not loopback, a query or fragment) and
- * makes a client. The token file is not read yet: a missing file is an
- * error of each request (and of hcclient_token_check), not of start-up. */
+/* hcclient_endpoint_check checks url as an endpoint: scheme http or
+ * https, a host, no query, fragment or user part, http only to loopback;
+ * *ret_plain tells which scheme. Returns 0 or ERR_INVALID with a message
+ * that shows the URL without its user part (a password) and escaped. */
+int hcclient_endpoint_check(const char *url, int *ret_plain, struct errbuf *e);
+
+/* hcclient_new checks cfg (ERR_INVALID "endpoint: ...": see
+ * hcclient_endpoint_check) and makes a client. The token file is not read
+ * yet: a missing file is an error of each request (and of
+ * hcclient_token_check), not of start-up. */
 int hcclient_new(const struct hcclient_config *cfg, struct hcclient **ret,
     struct errbuf *e);
 void hcclient_free(struct hcclient *c);

@@ -35,6 +35,16 @@ hcloud_check_family(const char *v, struct errbuf *e)
 	return 0;
 }
 
+/* hcloud_check_endpoint vets the endpoint where the file is read, so an
+ * error names its line and column; "" means the default. */
+static int
+hcloud_check_endpoint(const char *v, struct errbuf *e)
+{
+	int plain;
+
+	return *v ? hcclient_endpoint_check(v, &plain, e) : 0;
+}
+
 static int
 hcloud_check_algorithm(const char *v, struct errbuf *e)
 {
@@ -65,7 +75,7 @@ static const struct cloudconfig_key hcloud_lb_schema[] = {
 static const struct cloudconfig_key hcloud_section_schema[] = {
 	{ .key = "tokenFile", .type = CLOUDCONFIG_STRING, .required = 1,
 	  .offset = offsetof(struct hcloud_file, token_file) },
-	{ .key = "endpoint", .type = CLOUDCONFIG_STRING,
+	{ .key = "endpoint", .type = CLOUDCONFIG_STRING, .check = hcloud_check_endpoint,
 	  .offset = offsetof(struct hcloud_file, endpoint) },
 	{ .key = "caFile", .type = CLOUDCONFIG_STRING,
 	  .offset = offsetof(struct hcloud_file, ca_file) },

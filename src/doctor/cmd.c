@@ -194,7 +194,7 @@ doctor_cmd(int argc, char **argv, struct stop *stop)
 	int have_kc = 0, have_ccm = 0, have_client = 0, json, r, rc;
 	int64_t deadline;
 	size_t n;
-	char limit[32];
+	char limit[32], esc[LOG_ESCAPED_MAX];
 
 	memset(&o, 0, sizeof(o));
 	memset(&in, 0, sizeof(in));
@@ -269,12 +269,12 @@ doctor_cmd(int argc, char **argv, struct stop *stop)
 	    rep.worst == DOCTOR_WARNING ? DOCTOR_EXIT_WARNINGS : DOCTOR_EXIT_HEALTHY;
 	goto out;
 fail:
-	log_print(STDERR_FILENO, DOCTOR_PROG ": %s\n", e.msg);
+	log_print(STDERR_FILENO, DOCTOR_PROG ": %s\n", log_escape(e.msg, esc, sizeof(esc)));
 	rc = DOCTOR_EXIT_CANNOT_READ;
 	goto out;
 usage:
 	log_print(STDERR_FILENO, DOCTOR_PROG ": %s\nRun '" DOCTOR_PROG " --help' for usage.\n",
-	    e.msg);
+	    log_escape(e.msg, esc, sizeof(esc)));
 	rc = DOCTOR_EXIT_CANNOT_READ;
 out:
 	doctor_release(&in);

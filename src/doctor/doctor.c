@@ -8,6 +8,7 @@
 
 #include "hmap.h"
 #include "jsonx.h"
+#include "log.h"
 #include "netaddr.h"
 #include "xalloc.h"
 
@@ -813,10 +814,25 @@ doc_render_json(const struct doctor_report *r, struct dynbuf *out)
 	return rc;
 }
 
+/* doc_text is s escaped for a terminal (log_escape) in *tmp, which it
+ * (re)allocates: an Event's, the scheduler's or an object's text may hold CR,
+ * LF or a terminal's control sequence, which must not forge or hide a line
+ * of the report. */
+static const char *
+doc_text(const char *s, char **tmp)
+{
+	size_t cap = 4 * strlen(s ? s : "") + 4;
+
+	free(*tmp);
+	*tmp = xmalloc(cap);
+	return log_escape(s, *tmp, cap);
+}
+
 int
 doctor_render(const struct doctor_report *r, int json, struct dynbuf *out)
 {
 	size_t deadlocks = 0;
+	char *t1 = NULL, *t2 = NULL;
 	int rc = 0;
 
 	if (json)
@@ -826,15 +842,17 @@ doctor_render(const struct doctor_report *r, int json, struct dynbuf *out)
 		size_t shown = f->n_objects < DOCTOR_TEXT_OBJECTS ? f->n_objects : DOCTOR_TEXT_OBJECTS;
 		deadlocks += f->severity == DOCTOR_DEADLOCK;
 		rc = dynbuf_addf(out, "%s %s: %s\n  objects:", f->severity == DOCTOR_DEADLOCK ?
-		    "DEADLOCK" : "WARNING", f->id, f->summary);
+		    "DEADLOCK" : "WARNING", f->id, doc_text(f->summary, &t1));
 		for (size_t k = 0; k < shown && rc == 0; k++)
-			rc = dynbuf_addf(out, "%s %s", k ? "," : "", f->objects[k]);
+			rc = dynbuf_addf(out, "%s %s", k ? "," : "", doc_text(f->objects[k], &t1));
 		if (rc == 0 && f->n_objects > shown)
 			rc = dynbuf_addf(out, " and %zu more", f->n_objects - shown);
 		if (rc == 0)
 			rc = dynbuf_addf(out, "\n  evidence: %s\n  fix: %s\n\n",
-			    f->evidence ? f->evidence : "", f->fix ? f->fix : "");
+			    doc_text(f->evidence, &t1), doc_text(f->fix, &t2));
 	}
+	free(t1);
+	free(t2);
 	if (rc == 0)
 		rc = dynbuf_addf(out, "doctor: %s: %zu deadlock%s, %zu warning%s (objects read: "
 		    "nodes %zu, pods %zu, services %zu, certificate signing requests %zu)\n",

@@ -788,18 +788,72 @@ kube_request_stream(struct kube_client *c, const char *path, http_on_data on_dat
 
 /* --- writes ------------------------------------------------------------------------- */
 
-/* kube_send_json serializes o (compact, '/' unescaped like Go) as the body. */
+/* kube_redact_walk tells whether a string value under o holds a registered
+ * secret; with apply, it replaces each such value by its redacted copy. */
+static int
+kube_redact_walk(json_object *o, int apply)
+{
+	int found = 0;
+
+	switch (json_object_get_type(o)) {
+	case json_type_object: {
+		json_object_object_foreach(o, k, v) {
+			(void)k;
+			found |= kube_redact_walk(v, apply);
+			if (found && !apply)
+				return 1;
+		}
+		break;
+	}
+	case json_type_array:
+		for (size_t i = 0, n = json_object_array_length(o); i < n; i++) {
+			found |= kube_redact_walk(json_object_array_get_idx(o, i), apply);
+			if (found && !apply)
+				return 1;
+		}
+		break;
+	case json_type_string: {
+		char *clean = log_redact_str(json_object_get_string(o));
+		if (clean == NULL)
+			break;
+		found = 1;
+		if (apply && json_object_set_string(o, clean) == 0)
+			xalloc_fatal(__FILE__, __LINE__);
+		free(clean);
+		break;
+	}
+	default:
+		break;
+	}
+	return found;
+}
+
+/* kube_send_json serializes o (compact, '/' unescaped like Go) as the body.
+ * Every write of an object goes through here, so this is where a secret a
+ * server echoed into a text the controllers write back (a condition's
+ * message, an annotation) is redacted: in a copy, o is left as it was. */
 static int
 kube_send_json(struct kube_client *c, const char *method, const char *path,
     const char *content_type, json_object *o, const struct jsonx_keep *fields,
     json_object **ret, long *ret_status, struct errbuf *e)
 {
-	const char *s = json_object_to_json_string_ext(o,
-	    JSON_C_TO_STRING_PLAIN | JSON_C_TO_STRING_NOSLASHESCAPE);
+	json_object *copy = NULL;
+	const char *s;
+	int r;
 
+	if (kube_redact_walk(o, 0)) {
+		if (json_object_deep_copy(o, &copy, NULL) != 0)
+			xalloc_fatal(__FILE__, __LINE__);
+		kube_redact_walk(copy, 1);
+		o = copy;
+	}
+	s = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+	    JSON_C_TO_STRING_NOSLASHESCAPE);
 	if (s == NULL)
 		xalloc_fatal(__FILE__, __LINE__);  /* json-c fails only out of memory */
-	return kube_request_keep(c, method, path, content_type, s, fields, ret, ret_status, e);
+	r = kube_request_keep(c, method, path, content_type, s, fields, ret, ret_status, e);
+	json_object_put(copy);
+	return r;
 }
 
 /* kube_json_add adds v to o as member k (or to array o when k is NULL);

@@ -7,7 +7,10 @@
  * retry state). The kubeconfig is borrowed and must outlive the client. Like
  * client-go, it logs requests at -v=6 (line), 8 (headers, credentials masked)
  * and 9 (bodies), and each retry once at -v=2 with its reason; credentials
- * never appear in a line.
+ * never appear in a line. Every object written (kube_patch_*, kube_create,
+ * kube_update) has each of its string values passed through the log
+ * redactor first (log_redact_str, on a copy): a condition's message or an
+ * annotation quoting a server's echo of a secret is written redacted.
  *
  * Retries (inside kube_request, and kube_request_stream until its answer
  * begins): a 429 always (the server did not process it) and a 5xx other than

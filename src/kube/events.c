@@ -507,12 +507,20 @@ events_time(int64_t s, char *buf, size_t len)
 		snprintf(buf, len, "1970-01-01T00:00:00Z");
 }
 
+/* events_add_str adds member key with v, redacted (log_redact_str): every
+ * text of an Event goes through here, so a secret a server echoed into an
+ * error message never reaches an object anyone with the view role reads. */
 static void
 events_add_str(json_object *o, const char *key, const char *v, int omitempty)
 {
+	char *clean;
+
 	if (omitempty && (v == NULL || *v == '\0'))
 		return;
-	json_object_object_add(o, key, xcheck(json_object_new_string(v ? v : "")));
+	clean = log_redact_str(v);
+	json_object_object_add(o, key, xcheck(json_object_new_string(clean ? clean :
+	    v ? v : "")));
+	free(clean);
 }
 
 char *

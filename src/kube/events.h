@@ -11,7 +11,9 @@
  * Failures to reach the API server (no answer, 5xx, 429, timeouts) are
  * retried every retry interval, at most max_tries times; an answer refusing
  * the event (4xx) drops it. Events about cluster-scoped objects (no
- * namespace: Nodes) go to namespace "default". Logs failures (the recorder is
+ * namespace: Nodes) go to namespace "default". Every text field of an
+ * Event, created or patched, passes the log redactor (log_redact_str) as
+ * the JSON is built. Logs failures (the recorder is
  * a component, not a library); event messages appear only at -v=4 and up.
  * Metrics: bootccm_events_sent_total, bootccm_events_aggregated_total,
  * bootccm_events_dropped_total{reason}, bootccm_events_queue_length.
@@ -178,7 +180,8 @@ void events_correlator_update(struct events_correlator *c,
 
 /* events_body returns the JSON to send for ev (the whole Event for
  * EVENTS_CREATE, the strategic merge patch for EVENTS_PATCH) as a malloc'd
- * string; times are metav1.Time (rfc3339_format). */
+ * string, every registered secret redacted from its texts; times are
+ * metav1.Time (rfc3339_format). */
 char *events_body(const struct events_correlator *c, const struct events_event *ev,
     enum events_verdict v);
 

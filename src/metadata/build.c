@@ -9,43 +9,10 @@
 #include <string.h>
 
 #include "jsonx.h"
+#include "log.h"
 
 #define MD_BUILD_DNS_MAX 253  /* bytes in a DNS name */
 #define MD_BUILD_FIELD_MAX 128 /* bytes: a field's path in messages */
-
-/* md_build_utf8 returns the length of the valid UTF-8 sequence of two to
- * four bytes at s (no overlongs, surrogates or values past U+10FFFF), or 0. */
-static size_t
-md_build_utf8(const char *s, size_t len)
-{
-	const unsigned char *u = (const unsigned char *)s;
-	unsigned long cp;
-	size_t n;
-
-	if (u[0] >= 0xc2 && u[0] <= 0xdf) {
-		n = 2;
-		cp = u[0] & 0x1f;
-	} else if (u[0] >= 0xe0 && u[0] <= 0xef) {
-		n = 3;
-		cp = u[0] & 0x0f;
-	} else if (u[0] >= 0xf0 && u[0] <= 0xf4) {
-		n = 4;
-		cp = u[0] & 0x07;
-	} else {
-		return 0;
-	}
-	if (len < n)
-		return 0;
-	for (size_t i = 1; i < n; i++) {
-		if ((u[i] & 0xc0) != 0x80)
-			return 0;
-		cp = (cp << 6) | (u[i] & 0x3f);
-	}
-	if ((n == 3 && cp < 0x800) || (n == 4 && cp < 0x10000) || cp > 0x10ffff ||
-	    (cp >= 0xd800 && cp <= 0xdfff))
-		return 0;
-	return n;
-}
 
 int
 md_build_check(const struct md_answer *a, const char *field, const char *value,
@@ -58,7 +25,7 @@ md_build_check(const struct md_answer *a, const char *field, const char *value,
 	for (size_t i = 0; i < len; i++) {
 		unsigned char c = (unsigned char)value[i];
 		size_t n;
-		if (c >= 0x80 && (flags & MD_V_UTF8) && (n = md_build_utf8(value + i,
+		if (c >= 0x80 && (flags & MD_V_UTF8) && (n = log_utf8_len(value + i,
 		    len - i)) > 0) {
 			i += n - 1;
 			continue;

@@ -72,15 +72,18 @@ static void
 md_cmd_warn_labels(const struct md_instance *in)
 {
 	struct md_label l[MD_LABELS];
+	char esc[LOG_ESCAPED_MAX];
 
 	md_format_labels(in, l);
 	for (size_t i = 0; i < MD_LABELS; i++) {
 		if (l[i].status == MD_LABEL_SANITIZED)
 			log_print(STDERR_FILENO, MD_CMD_PROG ": warning: \"%s\" is not a valid "
-			    "label value; %s=%s instead\n", l[i].raw, l[i].key, l[i].value);
+			    "label value; %s=%s instead\n", log_escape(l[i].raw, esc, sizeof(esc)),
+			    l[i].key, l[i].value);
 		else if (l[i].status == MD_LABEL_OMITTED)
 			log_print(STDERR_FILENO, MD_CMD_PROG ": warning: \"%s\" is not a valid "
-			    "label value; no %s label\n", l[i].raw, l[i].key);
+			    "label value; no %s label\n", log_escape(l[i].raw, esc, sizeof(esc)),
+			    l[i].key);
 	}
 	if (in->addresses_dropped)
 		log_print(STDERR_FILENO, MD_CMD_PROG ": warning: %zu more addresses than the "
@@ -145,7 +148,7 @@ md_cmd(int argc, char **argv, struct stop *stop)
 	struct errbuf e = { "" };
 	enum md_format fmt;
 	enum md_cloud cloud;
-	char *out = NULL;
+	char *out = NULL, esc[LOG_ESCAPED_MAX];
 	size_t n;
 	int r, rc;
 
@@ -175,7 +178,8 @@ md_cmd(int argc, char **argv, struct stop *stop)
 		goto usage;
 	if (o.detect) {
 		if ((r = md_detect(&cfg, &cloud, &e)) < 0) {
-			log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n", e.msg);
+			log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n",
+		    log_escape(e.msg, esc, sizeof(esc)));
 			rc = MD_CMD_EXIT_NOT_FOUND;
 			goto out;
 		}
@@ -184,18 +188,21 @@ md_cmd(int argc, char **argv, struct stop *stop)
 		goto out;
 	}
 	if (http_global_init(&e) < 0) {
-		log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n", e.msg);
+		log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n",
+		    log_escape(e.msg, esc, sizeof(esc)));
 		rc = MD_CMD_EXIT_FAILED;
 		goto out;
 	}
 	if ((r = md_cmd_fetch(&cfg, &o, stop, &in, &e)) < 0) {
-		log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n", e.msg);
+		log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n",
+		    log_escape(e.msg, esc, sizeof(esc)));
 		rc = r == ERR_NOT_FOUND ? MD_CMD_EXIT_NOT_FOUND : MD_CMD_EXIT_FAILED;
 		goto out;
 	}
 	out = xmalloc(MD_FORMAT_OUT_MAX);
 	if ((r = md_format_write(&in, fmt, out, MD_FORMAT_OUT_MAX, &e)) < 0) {
-		log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n", e.msg);
+		log_print(STDERR_FILENO, MD_CMD_PROG ": %s\n",
+		    log_escape(e.msg, esc, sizeof(esc)));
 		rc = MD_CMD_EXIT_FAILED;
 		goto out;
 	}
@@ -210,7 +217,7 @@ md_cmd(int argc, char **argv, struct stop *stop)
 	goto out;
 usage:
 	log_print(STDERR_FILENO, MD_CMD_PROG ": %s\nRun '" MD_CMD_PROG " --help' for usage.\n",
-	    e.msg);
+	    log_escape(e.msg, esc, sizeof(esc)));
 	rc = MD_CMD_EXIT_USAGE;
 out:
 	free(out);

@@ -48,12 +48,14 @@ md_ec2_token(struct md_ec2 *x, struct errbuf *e)
 		goto out;
 	}
 	md_build_trim(a.body, a.len, &v, &len);
+	/* the whole answer is the secret, registered before it is checked: a
+	 * refusal quotes what comes before a bad byte, and a service may echo
+	 * it later; no output path prints any of it */
+	log_add_secret_len(v, len);
 	/* the token goes into a request header: no spaces, no CR or LF */
 	if ((r = md_build_set(&a, "the session token", x->token, sizeof(x->token), v, len,
 	    MD_V_WORD | MD_V_REQUIRED, e)) < 0)
 		goto out;
-	/* a service may echo it: no output path prints it */
-	log_add_secret(x->token);
 	x->have_token = 1;
 out:
 	explicit_bzero(a.body, a.len);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "log.h"
 #include "kube/client.h"
 #include "kube/flowcontrol.h"
 #include "metrics.h"
@@ -999,6 +1000,47 @@ TEST(preconditioned_patches_and_creates)
 	CHECK_CONTAINS(f.s.req[3], "PUT /api/v1/nodes/n HTTP/1.1\r\n");
 	CHECK_CONTAINS(body_of(f.s.req[3]), "\"resourceVersion\":\"5\"");
 	json_object_put(out);
+	json_object_put(patch);
+	json_object_put(ops);
+	json_object_put(obj);
+	free(saved);
+	free(ok);
+}
+
+TEST(written_texts_carry_no_secret)
+{
+	char *ok = ok_reply("{\"kind\":\"Node\",\"metadata\":{\"name\":\"n\","
+	    "\"resourceVersion\":\"8\"}}");
+	const char *replies[] = { ok, ok, ok };
+	struct fixture f;
+	struct errbuf e;
+	/* a condition whose message quotes a server's echo of the token, whole
+	 * and in part, in a merge patch, a JSON patch and an update */
+	json_object *patch = json_tokener_parse("{\"status\":{\"conditions\":[{\"type\":"
+	    "\"NetworkUnavailable\",\"message\":\"HTTP 500: Bearer Zt8kq0RmWv3yXc5n"
+	    "Lp2dQa7s\"}]}}");
+	json_object *ops = json_tokener_parse("[{\"op\":\"add\",\"path\":\"/status/conditions/-\","
+	    "\"value\":{\"message\":\"echo: Wv3yXc5nLp\"}}]");
+	json_object *obj = json_tokener_parse("{\"metadata\":{\"name\":\"n\",\"resourceVersion\":"
+	    "\"5\"},\"status\":{\"conditions\":[{\"reason\":\"Zt8kq0RmWv3y\"}]}}");
+	char *saved = strdup(json_object_to_json_string(patch));
+
+	log_clear_secrets();
+	log_add_secret("Zt8kq0RmWv3yXc5nLp2dQa7s");
+	CHECK(fixture_start(&f, 3, replies) == 0);
+	CHECK(kube_patch_merge(&f.c, "/api/v1/nodes/n/status", patch, "7", NULL, NULL, &e) == 0);
+	CHECK(kube_patch_json(&f.c, "/api/v1/nodes/n/status", ops, "7", NULL, NULL, &e) == 0);
+	CHECK(kube_update(&f.c, "/api/v1/nodes/n/status", obj, NULL, &e) == 0);
+	fixture_stop(&f);
+	CHECK(f.s.served == 3);
+	CHECK_CONTAINS(body_of(f.s.req[0]), "\"message\":\"HTTP 500: Bearer [redacted]\"");
+	CHECK_CONTAINS(body_of(f.s.req[1]), "\"message\":\"echo: [redacted]\"");
+	CHECK_CONTAINS(body_of(f.s.req[2]), "\"reason\":\"[redacted]\"");
+	for (int i = 0; i < 3; i++)
+		CHECK(strstr(f.s.req[i], "Wv3yXc5n") == NULL);
+	/* the caller's objects are left as they were */
+	CHECK_STR(json_object_to_json_string(patch), saved);
+	log_clear_secrets();
 	json_object_put(patch);
 	json_object_put(ops);
 	json_object_put(obj);

@@ -12,6 +12,7 @@
 #include "harness.h"
 #include "kube/events.h"
 #include "kubeconfig.h"
+#include "log.h"
 #include "metrics.h"
 
 #define S NS_PER_S
@@ -335,6 +336,36 @@ TEST(patch_body_and_escaping)
 	CHECK_STR(json_object_get_string(v), "shop");
 	CHECK(!json_object_object_get_ex(o, "eventTime", NULL));
 	json_object_put(o);
+	events_correlator_free(c);
+}
+
+TEST(bodies_carry_no_secret_a_server_echoed)
+{
+	static const char tok[] = "kq7Zr0NUTzv8pX2mWc4bLd9sYa6eHf3j";
+	struct events_correlator *c = events_correlator_new(NULL, "cp-1");
+	struct events_event ev;
+	char *body;
+
+	log_clear_secrets();
+	log_add_secret(tok);
+	/* the whole token, and a piece of it (a server cutting its echo short) */
+	CHECK(occur(c, &ev, &node1, EVENTS_WARNING, "InitializationFailed",
+	    "PATCH nodes/node-1: Internal error: Authorization: Bearer "
+	    "kq7Zr0NUTzv8pX2mWc4bLd9sYa6eHf3j; retry with pX2mWc4bLd9s", 0) == EVENTS_CREATE);
+	body = events_body(c, &ev, EVENTS_CREATE);
+	CHECK(strstr(body, "pX2mWc4b") == NULL && strstr(body, "kq7Zr0NU") == NULL);
+	CHECK_CONTAINS(body, "Authorization: Bearer [redacted]; retry with [redacted]\"");
+	free(body);
+	answer(c, &ev, "1");
+	/* the repeat's patch carries the message too */
+	CHECK(occur(c, &ev, &node1, EVENTS_WARNING, "InitializationFailed",
+	    "PATCH nodes/node-1: Internal error: Authorization: Bearer "
+	    "kq7Zr0NUTzv8pX2mWc4bLd9sYa6eHf3j; retry with pX2mWc4bLd9s", 5 * S) == EVENTS_PATCH);
+	body = events_body(c, &ev, EVENTS_PATCH);
+	CHECK(strstr(body, "pX2mWc4b") == NULL);
+	CHECK_CONTAINS(body, "Bearer [redacted]");
+	free(body);
+	log_clear_secrets();
 	events_correlator_free(c);
 }
 

@@ -269,6 +269,29 @@ TEST(endpoint_rules)
 	CHECK_STR(e.msg, "tokenFile is required");
 }
 
+TEST(endpoint_errors_show_no_user_part_and_no_control_bytes)
+{
+	struct errbuf e;
+	int plain;
+
+	/* a password in the URL is never echoed, whatever else is wrong */
+	CHECK(hcclient_endpoint_check("https://admin:hunter2pass@api.example/v1", &plain,
+	    &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "\"https://[redacted]@api.example/v1\": no spaces, query, fragment "
+	    "or user part allowed");
+	CHECK(hcclient_endpoint_check("http://u:p4ss@10.0.0.1/v1?x", &plain, &e) == ERR_INVALID);
+	CHECK(strstr(e.msg, "p4ss") == NULL && strstr(e.msg, "u:") == NULL);
+	CHECK(hcclient_endpoint_check("ftp://me:pw@x", &plain, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "\"ftp://[redacted]@x\": not an http:// or https:// URL");
+	/* an '@' in the path is not a user part */
+	CHECK(hcclient_endpoint_check("https://x/v1/a@b c", &plain, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "\"https://x/v1/a@b c\"");
+	/* control bytes are shown escaped */
+	CHECK(hcclient_endpoint_check("https://x\r\nFAKE/v1", &plain, &e) == ERR_INVALID);
+	CHECK_CONTAINS(e.msg, "\"https://x\\r\\nFAKE/v1\"");
+	CHECK(strchr(e.msg, '\r') == NULL && strchr(e.msg, '\n') == NULL);
+}
+
 TEST(escape)
 {
 	struct dynbuf b;

@@ -1,6 +1,7 @@
 /* test_log.c - klog text format, JSON lines, verbosity, redaction. */
 #include <json-c/json.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "harness.h"
@@ -147,7 +148,7 @@ TEST(printed_output_is_redacted_and_never_cut)
 	log_add_secret("s3cr3t-t0ken-value");
 	log_add_secret("abcd");
 	out = print_capture("version: Bearer s3cr3t-t0ken-value\nuser: abcdabcd\n");
-	CHECK_STR(out, "version: Bearer [redacted]\nuser: [redacted][redacted]\n");
+	CHECK_STR(out, "version: Bearer [redacted]\nuser: [redacted]\n");
 	/* longer than any log value, secrets at both ends and across the
 	 * point where a log value would be cut */
 	memset(big, 'x', sizeof(big) - 1);
@@ -185,6 +186,165 @@ TEST(huge_lines_stay_bounded_and_terminated)
 	CHECK(o != NULL); /* still one valid JSON object */
 	json_object_put(o);
 	log_init(2, LOG_TEXT, 2);
+}
+
+/* redacted returns log_redact_str(s), or s itself when nothing was found,
+ * in a static buffer. */
+static const char *
+redacted(const char *s)
+{
+	static char buf[4096];
+	char *r = log_redact_str(s);
+
+	snprintf(buf, sizeof(buf), "%s", r ? r : s);
+	free(r);
+	return buf;
+}
+
+TEST(substrings_of_eight_bytes_are_redacted)
+{
+	log_clear_secrets();
+	log_add_secret("abcdefghijklmnop");
+	/* a tail, a head, a middle piece of at least LOG_SECRET_GRAM bytes */
+	CHECK_STR(redacted("x ghijklmnop y"), "x [redacted] y");
+	CHECK_STR(redacted("Bearer abcdefgh..."), "Bearer [redacted]...");
+	CHECK_STR(redacted("[cdefghij]"), "[[redacted]]");
+	/* a token split in two by the echo: both halves go */
+	CHECK_STR(redacted("abcdefgh\nijklmnop"), "[redacted]\n[redacted]");
+	/* seven bytes are not enough */
+	CHECK_STR(redacted("-bcdefgh-"), "-bcdefgh-");
+	CHECK(log_redact_str("nothing secret here") == NULL);
+	CHECK(log_redact_str(NULL) == NULL);
+	log_clear_secrets();
+	CHECK_STR(redacted("x ghijklmnop y"), "x ghijklmnop y");
+}
+
+TEST(short_secrets_only_whole)
+{
+	log_clear_secrets();
+	log_add_secret("pa55");
+	log_add_secret("abc");   /* under LOG_SECRET_MIN: ignored */
+	CHECK_STR(redacted("user:pa55@host abc"), "user:[redacted]@host abc");
+	CHECK_STR(redacted("pa5 a55"), "pa5 a55");
+	log_clear_secrets();
+}
+
+TEST(overlapping_and_adjacent_secrets_are_one_mark)
+{
+	log_clear_secrets();
+	log_add_secret("aaaabbbbcccc");
+	log_add_secret("bbbbccccdddd");
+	CHECK_STR(redacted("<aaaabbbbccccdddd>"), "<[redacted]>");
+	log_add_secret("wxyz");
+	CHECK_STR(redacted("wxyzwxyz and aaaabbbbwxyz"), "[redacted] and [redacted]");
+	log_clear_secrets();
+}
+
+TEST(marks_never_split_utf8)
+{
+	log_clear_secrets();
+	/* the windows "bcdefg\xc3\xa9"'s last bytes reach into the é */
+	log_add_secret("abcdefg\xc3\xa9");
+	CHECK_STR(redacted("abcdefg\xc3\xa9!"), "[redacted]!");
+	log_clear_secrets();
+	log_add_secret("\xa9xyzxyzxy");  /* a secret starting inside a character */
+	CHECK_STR(redacted("\xc3\xa9xyzxyzxy."), "[redacted].");
+	log_clear_secrets();
+}
+
+TEST(pem_keys_by_their_body)
+{
+	static const char pem[] =
+	    "-----BEGIN PRIVATE KEY-----\n"
+	    "MC4CAQAwBQYDK2VwBCIEIKlq0QVZ4bB3a4c9o7mWmC0kUqYxK3lNn6tHsl2fV8Qe\n"
+	    "-----END PRIVATE KEY-----\n";
+	log_clear_secrets();
+	log_add_secret(pem);
+	/* the armor every PEM file shares stays readable */
+	CHECK_STR(redacted("-----BEGIN CERTIFICATE-----"), "-----BEGIN CERTIFICATE-----");
+	CHECK_STR(redacted("a PRIVATE KEY is expected"), "a PRIVATE KEY is expected");
+	/* any piece of the body goes, with or without its line breaks */
+	CHECK_STR(redacted("key: ...lNn6tHsl2f..."), "key: ...[redacted]...");
+	CHECK(strstr(redacted(pem), "MC4CAQAw") == NULL);
+	log_clear_secrets();
+}
+
+TEST(secret_count_is_capped_oldest_first)
+{
+	char s[32];
+
+	log_clear_secrets();
+	log_add_secret("QWERTYUIOPASDF");
+	for (int i = 1; i <= LOG_SECRETS_MAX; i++) {
+		snprintf(s, sizeof(s), "zz%03dzzzzzzzz", i);
+		log_add_secret(s);
+	}
+	/* the first one was forgotten, the others are kept */
+	CHECK_STR(redacted("QWERTYUIOPASDF"), "QWERTYUIOPASDF");
+	CHECK_STR(redacted("zz001zzzzzzzz"), "[redacted]");
+	snprintf(s, sizeof(s), "<zz%03dzzzzzzzz>", LOG_SECRETS_MAX);
+	CHECK_STR(redacted(s), "<[redacted]>");
+	log_clear_secrets();
+}
+
+TEST(redaction_is_linear_in_the_text)
+{
+	/* a naive search would compare every byte of a long secret at every
+	 * byte of the text: 4 KiB x 4 MiB here, minutes; the index takes a
+	 * bounded number of lookups per byte */
+	static char sec[4097];
+	size_t n = 4u * 1024 * 1024 - 64;
+	char *text = malloc(n + 1);
+	struct timespec a, b;
+	int p[2];
+
+	CHECK(text != NULL);
+	log_clear_secrets();
+	memset(sec, 'a', sizeof(sec) - 1);
+	sec[sizeof(sec) - 2] = 'b';
+	log_add_secret(sec);
+	for (int i = 0; i < LOG_SECRETS_MAX - 1; i++) {
+		char s[32];
+		snprintf(s, sizeof(s), "aaaaaaa%dzzz", i);
+		log_add_secret(s);
+	}
+	memset(text, 'a', n);
+	text[n] = '\0';
+	CHECK(pipe(p) == 0);
+	clock_gettime(CLOCK_MONOTONIC, &a);
+	char *r = log_redact_str(text);
+	clock_gettime(CLOCK_MONOTONIC, &b);
+	close(p[0]);
+	close(p[1]);
+	CHECK(r != NULL);
+	CHECK_STR(r, "[redacted]");
+	free(r);
+	free(text);
+	CHECK((b.tv_sec - a.tv_sec) < 20);
+	log_clear_secrets();
+}
+
+TEST(escape_for_a_terminal)
+{
+	char out[64];
+
+	CHECK_STR(log_escape("line\r\nnext\tx", out, sizeof(out)), "line\\r\\nnext\\tx");
+	CHECK_STR(log_escape("bell\a esc\x1b[2J del\x7f", out, sizeof(out)),
+	    "bell\\x07 esc\\x1b[2J del\\x7f");
+	/* raw bytes that are not UTF-8; legitimate UTF-8 kept; C1 controls */
+	CHECK_STR(log_escape("\xff\xfe ok \xc3\xa9\xe2\x82\xac \xc2\x9b", out, sizeof(out)),
+	    "\\xff\\xfe ok \xc3\xa9\xe2\x82\xac \\xc2\\x9b");
+	CHECK_STR(log_escape("\xc3", out, sizeof(out)), "\\xc3");   /* cut short */
+	CHECK_STR(log_escape("\xed\xa0\x80", out, sizeof(out)), "\\xed\\xa0\\x80"); /* surrogate */
+	/* idempotent */
+	CHECK_STR(log_escape("a\\nb", out, sizeof(out)), "a\\nb");
+	CHECK_STR(log_escape(NULL, out, sizeof(out)), "");
+	/* cut with "..." at a character, never past cap */
+	CHECK_STR(log_escape("0123456789", out, 8), "0123...");
+	CHECK_STR(log_escape("0123456", out, 8), "0123456");
+	CHECK_STR(log_escape("ab\n\n\n", out, 8), "ab\\n...");
+	CHECK_STR(log_escape("\xe2\x82\xac\xe2\x82\xac\xe2\x82\xac", out, 8),
+	    "\xe2\x82\xac...");
 }
 
 TEST_MAIN()
