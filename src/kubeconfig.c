@@ -108,15 +108,8 @@ kubeconfig_token_refresh(struct kubeconfig *kc, struct errbuf *e)
 	size_t len = 0, size = 0;
 	int fd, r;
 
-	fd = open(kc->token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return errbuf_set(e, ERR_IO, "%s: %s", kc->token_file,
-		    strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		r = errbuf_set(e, ERR_IO, "%s: %s", kc->token_file,
-		    strerror(errno));
-		goto out;
-	}
+	if ((fd = readfile_open(kc->token_file, &st, e)) < 0)
+		return fd;
 	if (kc->token_cached != NULL && st.st_dev == kc->token_dev &&
 	    st.st_ino == kc->token_ino && st.st_size == kc->token_size &&
 	    st.st_mtim.tv_sec == kc->token_mtime.tv_sec &&
@@ -352,7 +345,7 @@ kubeconfig_material(struct kubeconfig_loader *l, const struct ynode *map,
 		}
 	} else if (file != NULL) {
 		abs = kubeconfig_join(l->dir, file);
-		r = readfile(abs, KUBECONFIG_FILE_MAX, 0, &buf, &len, l->e);
+		r = readfile(abs, KUBECONFIG_FILE_MAX, &buf, &len, l->e);
 		if (r < 0) {
 			errbuf_prefix(l->e, r, "%s: %s.%s", l->name, path,
 			    key_file);
@@ -791,7 +784,7 @@ kubeconfig_load(const char *path, const char *context, struct kubeconfig *ret,
 	size_t len = 0;
 	int r;
 
-	r = readfile(path, KUBECONFIG_FILE_MAX, 0, &buf, &len, e);
+	r = readfile(path, KUBECONFIG_FILE_MAX, &buf, &len, e);
 	if (r < 0)
 		return r;
 	dir = xstrdup(path);
@@ -880,7 +873,7 @@ kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *ret,
 	ca_path = kubeconfig_join(sa_dir, "ca.crt");
 	kc.token_file = kubeconfig_join(sa_dir, "token");
 	kc.source = xstrdup("in-cluster");
-	r = readfile(ca_path, KUBECONFIG_FILE_MAX, 0, &kc.ca_pem, &kc.ca_pem_len, e);
+	r = readfile(ca_path, KUBECONFIG_FILE_MAX, &kc.ca_pem, &kc.ca_pem_len, e);
 	if (r < 0) {
 		errbuf_prefix(e, r, "%s", l.name);
 		goto fail;

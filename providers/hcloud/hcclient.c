@@ -283,7 +283,7 @@ hcclient_token_load(struct hcclient *c)
 	if (c->token_have_st && hcclient_same_file(&st, &c->token_st) &&
 	    (c->token != NULL || c->token_err[0]))
 		return;
-	if (readfile(c->token_file, HCCLIENT_TOKEN_MAX, READFILE_REGULAR, &buf, &len, &e) < 0) {
+	if (readfile(c->token_file, HCCLIENT_TOKEN_MAX, &buf, &len, &e) < 0) {
 		snprintf(c->token_err, sizeof(c->token_err), "tokenFile %s", e.msg);
 		goto none;
 	}

@@ -510,7 +510,7 @@ TEST(missing_referenced_files)
 	/* a directory is not a file */
 	CHECK(fx_fail(fx_cluster("    server: https://h\n"
 	    "    certificate-authority: /\n"), NULL, ERR_IO, &e));
-	CHECK_CONTAINS(e.msg, "Is a directory");
+	CHECK_CONTAINS(e.msg, "is a directory, not a regular file");
 }
 
 TEST(missing_and_large_kubeconfig)
