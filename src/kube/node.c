@@ -76,9 +76,10 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 	if ((r = store_json_str(b, md, "metadata", "uid", &n->obj.uid, e)) < 0 ||
 	    (r = store_json_str(b, md, "metadata", "resourceVersion",
 	    &n->obj.resource_version, e)) < 0 ||
-	    (r = store_json_kv(b, md, "metadata", "labels", &n->labels, &n->nlabels, e)) < 0 ||
+	    (r = store_json_kv(b, md, "metadata", "labels", &n->labels, &n->nlabels, NULL,
+	    NULL, e)) < 0 ||
 	    (r = store_json_kv(b, md, "metadata", "annotations", &n->annotations,
-	    &n->nannotations, e)) < 0 ||
+	    &n->nannotations, &n->nul_annotations, &n->nnul_annotations, e)) < 0 ||
 	    (r = jsonx_time(md, "metadata", "creationTimestamp", 0,
 	    &n->creation_timestamp, e)) < 0 ||
 	    (r = jsonx_time(md, "metadata", "deletionTimestamp", 0,
@@ -88,7 +89,8 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 	if ((r = jsonx_object(root, "", "spec", 0, &spec, e)) < 0)
 		goto fail;
 	if (spec) {
-		if ((r = store_json_str(b, spec, "spec", "providerID", &n->provider_id, e)) < 0 ||
+		if ((r = store_json_str_nul(b, spec, "spec", "providerID", &n->provider_id,
+		    &n->provider_id_nul, e)) < 0 ||
 		    (r = store_json_strs(b, spec, "spec", "podCIDRs", &n->pod_cidrs,
 		    &n->npod_cidrs, e)) < 0 ||
 		    (r = jsonx_array(spec, "spec", "taints", 0, &a, &cnt, e)) < 0)
