@@ -21,6 +21,7 @@ from test_static_provider import put, static_args
 
 USER = "system:cloud-controller-manager"
 FIFO_SAYS = "is a FIFO, not a regular file"
+TOKEN = "hostile-files-token-0123"
 # Each command's own deadline is a few seconds; this bound only stops a hang
 # from hanging the suite (the old code blocked in open() for ever).
 HANG_S = 30
@@ -40,11 +41,11 @@ def kubeconfig_with_fifo(api, tmp, which):
     one of the files it names (paths, not *-data fields)."""
     kc = os.path.join(tmp, "kc")
     if which == "tokenFile":
-        api.write_kubeconfig(kc, user=USER, groups=(), token="hostile-files-token-0123",
+        api.write_kubeconfig(kc, user=USER, groups=(), token=TOKEN,
                              tls_server_name="kubernetes")
         with open(kc) as f:
             text = f.read()
-        text = text.replace("    token: hostile-files-token-0123",
+        text = text.replace("    token: " + TOKEN,
                             "    tokenFile: " + os.path.join(tmp, "token"))
         put(tmp, "kc", text)
         return kc, fifo(os.path.join(tmp, "token"))
@@ -132,6 +133,23 @@ def test_inventory_replaced_by_a_fifo_at_run_time(api, tmp, daemon):
     inventory = fifo(os.path.join(tmp, "inventory.yaml"))
     d.wait_for("%s: %s" % (inventory, FIFO_SAYS), timeout=15)
     # the last good inventory still answers
+    register(api, "worker-1")
+    wait_initialized(api, "worker-1", timeout=15)
+    assert d.alive()
+    stops_at_once(d)
+
+
+def test_kubeconfig_token_file_replaced_by_a_fifo_at_run_time(api, tmp, daemon):
+    args = static_args(api, tmp)
+    kc, token = kubeconfig_with_fifo(api, tmp, "tokenFile")
+    put(tmp, "token", TOKEN + "\n")
+    args[args.index("--kubeconfig") + 1] = kc
+    register(api, "cp-1", control_plane=True)
+    d = daemon(args)
+    wait_initialized(api, "cp-1", timeout=15)
+    # the token file is re-read on change: a FIFO now, and the last good
+    # token stays in use (the old reader blocked in open() for ever)
+    fifo(token)
     register(api, "worker-1")
     wait_initialized(api, "worker-1", timeout=15)
     assert d.alive()
