@@ -15,7 +15,7 @@ from staticlb import NS, POOL, PUBLIC  # noqa: E402
 from test_bootstrap import (node_object, register, wait_event,  # noqa: E402
                             wait_initialized)
 from test_doctor import add_node, doctor  # noqa: E402
-from test_static_provider import static_args  # noqa: E402
+from test_static_provider import not_ready, static_args  # noqa: E402
 
 pytest_plugins = ("staticlb",)  # the lb fixture
 
@@ -107,6 +107,21 @@ def test_node_with_a_nul_in_its_provider_id(api, tmp, daemon):
     bad = api.get_object("nodes", "bad-1")
     assert any(t["key"] == TAINT["key"] for t in bad["spec"]["taints"]), bad
     assert bad["spec"]["providerID"] == "metal://rack-1/\x00"  # never rewritten
+
+
+def test_node_with_a_nul_in_its_provider_id_is_never_deleted(api, tmp, daemon):
+    # an authoritative inventory deletes a NotReady Node it does not list;
+    # a providerID bootccm cannot read names no instance: never on doubt
+    args = static_args(api, tmp, authoritative=True)
+    register(api, "cp-1", control_plane=True)
+    nul_node(api, "bad-1", providerID="metal://rack-1/\x00", taints=[])
+    register(api, "gone", node_ip="10.0.0.77")
+    for n in ("bad-1", "gone"):
+        not_ready(api, n)
+    daemon(args + ["--node-monitor-period=200ms", "--node-deletion-grace-period=0"])
+    # the pass that deletes "gone" has gone over "bad-1" (sorted by name)
+    api.wait_for_object("nodes", "gone", lambda o: o is None, timeout=15)
+    assert api.get_object("nodes", "bad-1") is not None
 
 
 def test_doctor_reports_the_bad_node_and_checks_the_others(api, tmp):
