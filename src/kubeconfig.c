@@ -731,7 +731,7 @@ kubeconfig_resolve(struct kubeconfig_loader *l, const struct ynode *root,
 {
 	const struct ynode *ctx_body = NULL, *cluster_body = NULL, *user_body = NULL;
 	const struct ynode *ctx_entry = NULL, *cluster_entry = NULL, *user_entry = NULL;
-	/* user_entry: kubeconfig_find's, unused: a user's errors name its fields */
+	/* (a user's errors all name one of its fields, not its entry) */
 	const struct ynode *named_by = NULL;
 	const char *current, *cluster = NULL, *user = NULL;
 	char path[KUBECONFIG_PATH_MAX], at[KUBECONFIG_AT_MAX];

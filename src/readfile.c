@@ -98,7 +98,7 @@ int
 readfile_open(const char *path, struct stat *ret_st, struct errbuf *e)
 {
 	struct stat st;
-	int fd, saved;
+	int fd, fl, saved;
 
 	/* O_NONBLOCK: opening a FIFO for reading waits for a writer, forever;
 	 * a regular file ignores the flag, so it is cleared only for the
@@ -126,7 +126,8 @@ readfile_open(const char *path, struct stat *ret_st, struct errbuf *e)
 		close(fd);
 		return ERR_IO;
 	}
-	(void)fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	if ((fl = fcntl(fd, F_GETFL)) >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
 	*ret_st = st;
 	return fd;
 }

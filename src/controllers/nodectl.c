@@ -577,8 +577,6 @@ out:
 	return r;
 }
 
-/* nodectl_sync_node brings one Node where it should be; the caller has
- * made sure it is not a version this replica has written over. */
 /* nodectl_unreadable refuses a Node whose fields the initialization reads
  * hold a NUL byte (legal in JSON and in the API server, not in a C string):
  * its providerID, or its provided-node-ip annotation. Left out of the
@@ -599,6 +597,8 @@ nodectl_unreadable(const struct kube_node *n, struct errbuf *e)
 	return 0;
 }
 
+/* nodectl_sync_node brings one Node where it should be; the caller has
+ * made sure it is not a version this replica has written over. */
 static int
 nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_node *n,
     struct errbuf *e)
