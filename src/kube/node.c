@@ -60,7 +60,7 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 	struct kube_node_address *addrs;
 	char path[64];
 	size_t cnt;
-	int r;
+	int r, nul;
 
 	if (!json_object_is_type(root, json_type_object))
 		return errbuf_set(e, ERR_INVALID, "node: expected a JSON object");
@@ -164,8 +164,10 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 				n->ready = kube_node_cond(st);
 			} else if (strcmp(type, "NetworkUnavailable") == 0) {
 				n->network_unavailable = kube_node_cond(st);
-				if ((r = store_json_str(b, c, path, "reason",
-				    &n->network_unavailable_reason, e)) < 0)
+				/* free text: one holding a NUL reads as absent, which
+				 * the route controller leaves alone as another's */
+				if ((r = store_json_str_nul(b, c, path, "reason",
+				    &n->network_unavailable_reason, &nul, e)) < 0)
 					goto fail;
 			}
 		}

@@ -346,6 +346,14 @@ TEST(nul_in_provider_id_and_annotation)
 	CHECK(n->provider_id_nul == 0 && n->nnul_annotations == 0);
 	store_obj_unref(&n->obj);
 
+	/* a NetworkUnavailable reason with a NUL reads as absent */
+	CHECK(t_decode("{\"metadata\":{\"name\":\"w4\"},\"status\":{\"conditions\":[{"
+	    "\"type\":\"NetworkUnavailable\",\"status\":\"True\",\"reason\":\"Cni\\u0000\"}]}}",
+	    &n, &e) == 0);
+	CHECK(n->network_unavailable == KUBE_NODE_READY_TRUE);
+	CHECK(n->network_unavailable_reason == NULL);
+	store_obj_unref(&n->obj);
+
 	/* labels are validated by the API server: a NUL there is refused */
 	CHECK(t_decode("{\"metadata\":{\"name\":\"w3\",\"labels\":{\"k\":\"\\u0000\"}}}",
 	    &n, &e) == ERR_INVALID);
