@@ -2,12 +2,14 @@
  * bootccm reads its input files (kubeconfig, certificates, keys, tokens,
  * configuration, config-drive files).
  *
- * Contract: never logs; messages name the file ("PATH: No such file or
- * directory", "PATH: larger than N bytes"). Out of memory is fatal
- * (xalloc). Files may hold secrets, so every buffer dropped on the way
- * (grown past, or failed) is wiped first, and readfile_free wipes the one
- * handed out. The content is NUL-terminated, the NUL not counted. Outputs are
- * untouched on failure. */
+ * Contract: never logs; only regular files are read, and opening one
+ * never blocks (a FIFO, a device, a directory or a socket is refused at
+ * once); messages name the file ("PATH: No such file or directory", "PATH:
+ * is a FIFO, not a regular file", "PATH: larger than N bytes"). Out of
+ * memory is fatal (xalloc). Files may hold secrets, so every buffer dropped
+ * on the way (grown past, or failed) is wiped first, and readfile_free
+ * wipes the one handed out. The content is NUL-terminated, the NUL not
+ * counted. Outputs are untouched on failure. */
 #ifndef BOOTCCM_READFILE_H
 #define BOOTCCM_READFILE_H
 
