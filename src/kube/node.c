@@ -125,6 +125,7 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 		if ((r = jsonx_array(status, "status", "addresses", 0, &a, &cnt, e)) < 0)
 			goto fail;
 		if (cnt) {
+			size_t k = 0;
 			addrs = store_bld_alloc(b, cnt * sizeof(*addrs));
 			for (size_t i = 0; i < cnt; i++) {
 				json_object *ad = json_object_array_get_idx(a, i);
@@ -133,17 +134,22 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 					r = errbuf_set(e, ERR_INVALID, "%s: expected an object", path);
 					goto fail;
 				}
-				if ((r = store_json_str(b, ad, path, "type", &addrs[i].type, e)) < 0 ||
-				    (r = store_json_str(b, ad, path, "address", &addrs[i].address, e)) < 0)
+				/* an address holding a NUL is no address bootccm could
+				 * use (a backend, a CSR's SAN): left out, not fatal */
+				if ((r = store_json_str(b, ad, path, "type", &addrs[k].type, e)) < 0 ||
+				    (r = store_json_str_nul(b, ad, path, "address", &addrs[k].address,
+				    &nul, e)) < 0)
 					goto fail;
-				if (addrs[i].type == NULL || addrs[i].address == NULL) {
+				if (addrs[k].type == NULL || (addrs[k].address == NULL && !nul)) {
 					r = errbuf_set(e, ERR_INVALID, "%s: an address needs a type and an address",
 					    path);
 					goto fail;
 				}
+				if (!nul)
+					k++;
 			}
 			n->addresses = addrs;
-			n->naddresses = cnt;
+			n->naddresses = k;
 		}
 		if ((r = jsonx_array(status, "status", "conditions", 0, &a, &cnt, e)) < 0)
 			goto fail;

@@ -282,7 +282,10 @@ TEST(kept_fields_decode_the_same)
 		"\"CalicoIsUp\",\"message\":\"m\"},{\"type\":\"X\"}]}}",
 		/* NULs where the API server allows them */
 		"{\"metadata\":{\"name\":\"n\",\"annotations\":{\"a\":\"x\\u0000\",\"b\":\"y\"}},"
-		"\"spec\":{\"providerID\":\"metal://\\u0000\"}}",
+		"\"spec\":{\"providerID\":\"metal://\\u0000\"},\"status\":{\"addresses\":["
+		"{\"type\":\"Hostname\",\"address\":\"\\u0000\"},{\"type\":\"InternalIP\","
+		"\"address\":\"10.0.0.9\"}],\"conditions\":[{\"type\":\"NetworkUnavailable\","
+		"\"status\":\"True\",\"reason\":\"\\u0000\"}]}}",
 		/* keys written with escapes are read either way */
 		"{\"met\\u0061data\":{\"name\":\"n\",\"l\\u0061bels\":{\"a\":\"b\"}},"
 		"\"spec\":{\"t\\u0061ints\":[{\"key\":\"k\",\"effect\":\"NoSchedule\"}]}}",
@@ -344,6 +347,14 @@ TEST(nul_in_provider_id_and_annotation)
 	    &n, &e) == 0);
 	CHECK_STR(n->provider_id, "metal://x");
 	CHECK(n->provider_id_nul == 0 && n->nnul_annotations == 0);
+	store_obj_unref(&n->obj);
+
+	/* an address with a NUL is left out, the others kept */
+	CHECK(t_decode("{\"metadata\":{\"name\":\"w5\"},\"status\":{\"addresses\":["
+	    "{\"type\":\"InternalIP\",\"address\":\"10.0.0.1\\u0000\"},"
+	    "{\"type\":\"InternalIP\",\"address\":\"10.0.0.2\"}]}}", &n, &e) == 0);
+	CHECK(n->naddresses == 1);
+	CHECK_STR(n->addresses[0].address, "10.0.0.2");
 	store_obj_unref(&n->obj);
 
 	/* a NetworkUnavailable reason with a NUL reads as absent */
