@@ -163,3 +163,20 @@ cloud_services_of(const struct cloud_service *const *v, size_t n)
 	struct cloud_services s = { n, cloud_services_at, (void *)v };
 	return s;
 }
+
+int
+cloud_service_nul_check(const struct cloud_service *svc, const char *const *keys,
+    const char *prefix, struct errbuf *e)
+{
+	for (size_t i = 0; i < svc->n_nul_annotations; i++) {
+		const char *k = svc->nul_annotations[i];
+		int read = prefix != NULL && strncmp(k, prefix, strlen(prefix)) == 0;
+		for (size_t j = 0; !read && keys != NULL && keys[j] != NULL; j++)
+			read = strcmp(k, keys[j]) == 0;
+		if (read)
+			return errbuf_set(e, ERR_INVALID, "Service %s/%s: annotation %s holds a "
+			    "NUL character, which bootccm cannot read",
+			    svc->namespace_ ? svc->namespace_ : "", svc->name ? svc->name : "", k);
+	}
+	return 0;
+}

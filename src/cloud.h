@@ -182,6 +182,11 @@ struct cloud_service {
 	int64_t creation_timestamp;        /* seconds since the epoch */
 	const struct cloud_kv *annotations;
 	size_t n_annotations;
+	const char *const *nul_annotations; /* keys of annotations whose value holds a
+	                                      NUL byte, left out of annotations: a
+	                                      provider that reads one refuses the
+	                                      Service (cloud_service_nul_check) */
+	size_t n_nul_annotations;
 	const struct cloud_kv *selector;   /* spec.selector */
 	size_t n_selector;
 	const char *type;                  /* spec.type */
@@ -344,6 +349,15 @@ struct cloud_provider {
  * replaced credential file is in force within this (and the retries it
  * starts). */
 #define CLOUD_CREDENTIALS_POLL_NS (500LL * 1000 * 1000)
+
+/* cloud_service_nul_check returns ERR_INVALID ("Service NS/NAME: annotation
+ * KEY holds a NUL character, which bootccm cannot read") when an annotation
+ * the provider reads (one of keys, NULL-terminated, or any whose key starts
+ * with prefix; either may be NULL) is among svc's nul_annotations, else 0:
+ * a Service is not served on a value bootccm could only read in part, and an
+ * annotation it does not read never stops it. */
+int cloud_service_nul_check(const struct cloud_service *svc, const char *const *keys,
+    const char *prefix, struct errbuf *e);
 
 /* A node IP from the provided-node-ip annotation: its family, its bytes
  * (IPv4 in the first 4) and its canonical text (RFC 5952 for IPv6). */

@@ -416,7 +416,7 @@ cloudconfig_load(const char *path, const struct cloudconfig_key *schema,
 
 	if (path == NULL || *path == '\0')
 		return cloudconfig_parse("", 0, "cloud-config", schema, out, out_size, e);
-	if ((r = readfile(path, CLOUDCONFIG_FILE_MAX, 0, &buf, &n, e)) < 0)
+	if ((r = readfile(path, CLOUDCONFIG_FILE_MAX, &buf, &n, e)) < 0)
 		return r;
 	r = cloudconfig_parse(buf, n, path, schema, out, out_size, e);
 	/* cloud-configs hold credentials for API-backed providers */

@@ -489,6 +489,22 @@ jsonx_str(json_object *parent, const char *path, const char *field, int flags,
 	return 0;
 }
 
+int
+jsonx_str_nul(json_object *parent, const char *path, const char *field,
+    const char **ret, int *ret_nul, struct errbuf *e)
+{
+	json_object *v;
+
+	if (parent != NULL && json_object_object_get_ex(parent, field, &v) && v != NULL &&
+	    json_object_is_type(v, json_type_string) && !jsonx_string_ok(v)) {
+		*ret = NULL;
+		*ret_nul = 1;
+		return 0;
+	}
+	*ret_nul = 0;
+	return jsonx_str(parent, path, field, 0, ret, NULL, e);
+}
+
 /* jsonx_int_exact tells whether x is the integer the text held: json-c
  * saturates integers past 64 bits, so the edges are no proof. */
 static int

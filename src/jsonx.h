@@ -66,6 +66,13 @@ int jsonx_get(json_object *parent, const char *path, const char *field,
 int jsonx_str(json_object *parent, const char *path, const char *field, int flags,
     const char **ret, size_t *ret_len, struct errbuf *e);
 
+/* jsonx_str_nul is jsonx_str (not required) for free text the API server
+ * lets hold a NUL byte (an annotation, spec.providerID): such a string reads
+ * as absent (*ret NULL) with *ret_nul set, instead of failing, so the caller
+ * can name the field and go on with the rest of the object. */
+int jsonx_str_nul(json_object *parent, const char *path, const char *field,
+    const char **ret, int *ret_nul, struct errbuf *e);
+
 /* jsonx_int: a JSON integer (not a float, not a string) in [min, max];
  * absent is 0. */
 int jsonx_int(json_object *parent, const char *path, const char *field,

@@ -108,15 +108,8 @@ kubeconfig_token_refresh(struct kubeconfig *kc, struct errbuf *e)
 	size_t len = 0, size = 0;
 	int fd, r;
 
-	fd = open(kc->token_file, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return errbuf_set(e, ERR_IO, "%s: %s", kc->token_file,
-		    strerror(errno));
-	if (fstat(fd, &st) < 0) {
-		r = errbuf_set(e, ERR_IO, "%s: %s", kc->token_file,
-		    strerror(errno));
-		goto out;
-	}
+	if ((fd = readfile_open(kc->token_file, &st, e)) < 0)
+		return fd;
 	if (kc->token_cached != NULL && st.st_dev == kc->token_dev &&
 	    st.st_ino == kc->token_ino && st.st_size == kc->token_size &&
 	    st.st_mtim.tv_sec == kc->token_mtime.tv_sec &&
@@ -206,17 +199,63 @@ kubeconfig_token_generation(struct kubeconfig *kc)
 }
 
 /* Field access. Paths in messages are the YAML path of the field, e.g.
- * "clusters[0].cluster.server", with the line of the offending node. */
+ * "clusters[0].cluster.server", after the position of the offending node:
+ * "FILE:LINE:COL: clusters[0].cluster.server: ...". */
+
+#define KUBECONFIG_AT_MAX ERRBUF_MAX /* bytes of "FILE:LINE:COL" */
+
+/* kubeconfig_at writes where node n is, "FILE:LINE:COL", into buf, or
+ * "FILE" when n is NULL (a problem of the file as a whole, or of a node
+ * that is not there); returns buf. */
+static const char *
+kubeconfig_at(const struct kubeconfig_loader *l, const struct ynode *n, char *buf,
+    size_t cap)
+{
+	if (n != NULL)
+		snprintf(buf, cap, "%s:%d:%d", l->name, n->line, n->col);
+	else
+		snprintf(buf, cap, "%s", l->name);
+	return buf;
+}
+
+static int
+kubeconfig_err(struct kubeconfig_loader *l, const struct ynode *n, int code,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* kubeconfig_err sets "FILE:LINE:COL: " (kubeconfig_at) and the message;
+ * returns code. */
+static int
+kubeconfig_err(struct kubeconfig_loader *l, const struct ynode *n, int code,
+    const char *fmt, ...)
+{
+	char at[KUBECONFIG_AT_MAX], msg[ERRBUF_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return errbuf_set(l->e, code, "%s: %s", kubeconfig_at(l, n, at, sizeof(at)), msg);
+}
+
+/* kubeconfig_prefix puts "FILE:LINE:COL: what" before the message a callee
+ * left in l->e; returns code. */
+static int
+kubeconfig_prefix(struct kubeconfig_loader *l, const struct ynode *n, int code,
+    const char *what)
+{
+	char at[KUBECONFIG_AT_MAX];
+
+	return errbuf_prefix(l->e, code, "%s: %s", kubeconfig_at(l, n, at, sizeof(at)), what);
+}
 
 static int
 kubeconfig_type_err(struct kubeconfig_loader *l, const struct ynode *n,
     const char *path, const char *key, const char *want)
 {
 	if (path != NULL && key != NULL)
-		return errbuf_set(l->e, ERR_INVALID, "%s:%d: %s.%s: expected %s",
-		    l->name, n->line, path, key, want);
-	return errbuf_set(l->e, ERR_INVALID, "%s:%d: %s: expected %s",
-	    l->name, n->line, path != NULL ? path : key, want);
+		return kubeconfig_err(l, n, ERR_INVALID, "%s.%s: expected %s", path, key, want);
+	return kubeconfig_err(l, n, ERR_INVALID, "%s: expected %s",
+	    path != NULL ? path : key, want);
 }
 
 /* kubeconfig_string gets map[key] as a C string; absent, null and empty all
@@ -286,7 +325,8 @@ kubeconfig_strdup(const char *s)
 static int
 kubeconfig_find(struct kubeconfig_loader *l, const struct ynode *root,
     const char *list, const char *body_key, const char *want,
-    const struct ynode **ret_body, size_t *ret_index, int *ret_found)
+    const struct ynode **ret_entry, const struct ynode **ret_body, size_t *ret_index,
+    int *ret_found)
 {
 	const struct ynode *seq = yamltree_get(root, list), *entry, *body;
 	char path[KUBECONFIG_PATH_MAX];
@@ -312,15 +352,15 @@ kubeconfig_find(struct kubeconfig_loader *l, const struct ynode *root,
 		if (strcmp(name ? name : "", want) != 0)
 			continue;
 		if (*ret_found)
-			return errbuf_set(l->e, ERR_INVALID,
-			    "%s:%d: %s: duplicate name \"%s\"", l->name,
-			    entry->line, path, want);
+			return kubeconfig_err(l, entry, ERR_INVALID,
+			    "%s: duplicate name \"%s\"", path, want);
 		body = yamltree_get(entry, body_key);
 		if (yamltree_is_null(body))
 			body = NULL;
 		else if (body->kind != YNODE_MAP)
 			return kubeconfig_type_err(l, body, path, body_key,
 			    "a map");
+		*ret_entry = entry;
 		*ret_body = body;
 		*ret_index = i;
 		*ret_found = 1;
@@ -334,6 +374,16 @@ kubeconfig_pem_ok(const char *buf, size_t len)
 	return memmem(buf, len, "-----BEGIN", 10) != NULL;
 }
 
+/* kubeconfig_material_node is the node a PEM item was given by: key_data
+ * when present (it wins), else key_file. */
+static const struct ynode *
+kubeconfig_material_node(const struct ynode *map, const char *key_data,
+    const char *key_file)
+{
+	return kubeconfig_present(map, key_data) ? yamltree_get(map, key_data) :
+	    yamltree_get(map, key_file);
+}
+
 /* kubeconfig_material reads one PEM item given as key_data (base64, wins)
  * or key_file (a path) in map at path. Absent: *ret = NULL. */
 static int
@@ -341,8 +391,9 @@ kubeconfig_material(struct kubeconfig_loader *l, const struct ynode *map,
     const char *path, const char *key_data, const char *key_file, char **ret,
     size_t *ret_len)
 {
+	const struct ynode *dn = yamltree_get(map, key_data), *fn = yamltree_get(map, key_file);
 	const char *data, *file;
-	char *buf = NULL, *abs = NULL;
+	char *buf = NULL, *abs = NULL, what[KUBECONFIG_PATH_MAX + 32];
 	size_t len = 0;
 	int r;
 
@@ -357,31 +408,29 @@ kubeconfig_material(struct kubeconfig_loader *l, const struct ynode *map,
 	if (data != NULL) {
 		r = base64_decode(data, strlen(data), &buf, &len);
 		if (r < 0)
-			return errbuf_set(l->e, ERR_INVALID,
-			    "%s: %s.%s is not valid base64", l->name, path,
-			    key_data);
+			return kubeconfig_err(l, dn, ERR_INVALID,
+			    "%s.%s is not valid base64", path, key_data);
 		if (!kubeconfig_pem_ok(buf, len)) {
 			readfile_free(buf, len);
-			return errbuf_set(l->e, ERR_INVALID,
-			    "%s: %s.%s does not hold PEM data "
+			return kubeconfig_err(l, dn, ERR_INVALID,
+			    "%s.%s does not hold PEM data "
 			    "(no \"-----BEGIN\" line after base64 decoding)",
-			    l->name, path, key_data);
+			    path, key_data);
 		}
 	} else if (file != NULL) {
 		abs = kubeconfig_join(l->dir, file);
-		r = readfile(abs, KUBECONFIG_FILE_MAX, 0, &buf, &len, l->e);
+		r = readfile(abs, KUBECONFIG_FILE_MAX, &buf, &len, l->e);
 		if (r < 0) {
-			errbuf_prefix(l->e, r, "%s: %s.%s", l->name, path,
-			    key_file);
+			snprintf(what, sizeof(what), "%s.%s", path, key_file);
+			kubeconfig_prefix(l, fn, r, what);
 			goto out;
 		}
 		if (!kubeconfig_pem_ok(buf, len)) {
 			readfile_free(buf, len);
 			buf = NULL;
-			r = errbuf_set(l->e, ERR_INVALID,
-			    "%s: %s.%s: %s does not hold PEM data "
-			    "(no \"-----BEGIN\" line)", l->name, path, key_file,
-			    abs);
+			r = kubeconfig_err(l, fn, ERR_INVALID,
+			    "%s.%s: %s does not hold PEM data "
+			    "(no \"-----BEGIN\" line)", path, key_file, abs);
 			goto out;
 		}
 	}
@@ -505,16 +554,17 @@ kubeconfig_server_parse(const char *url, char **ret, int *ret_plain_http, int *r
 
 /* kubeconfig_transport_ok refuses server, a plain-HTTP one (http set),
  * for kc's user when it has credentials: a token or a client certificate
- * goes only over verified TLS. what names where the server came from. */
+ * goes only over verified TLS. where opens the message (the file, or its
+ * position of the server field), what names where the server came from. */
 static int
-kubeconfig_transport_ok(const struct kubeconfig *kc, const char *what, const char *server,
-    int http, struct errbuf *e)
+kubeconfig_transport_ok(const struct kubeconfig *kc, const char *where, const char *what,
+    const char *server, int http, struct errbuf *e)
 {
 	if (!http || kc->credential == NULL)
 		return 0;
 	return errbuf_set(e, ERR_INVALID, "%s: %s \"%.*s\" is plain HTTP: the credentials "
 	    "in %s (user \"%s\") would go out in clear; they are sent only over verified "
-	    "TLS: use an https:// server", kc->source ? kc->source : "kubeconfig", what,
+	    "TLS: use an https:// server", where, what,
 	    KUBECONFIG_ECHO_MAX, server, kc->credential, kc->user ? kc->user : "");
 }
 
@@ -527,7 +577,8 @@ kubeconfig_set_server(struct kubeconfig *kc, const char *url, const char *what,
 
 	if ((r = kubeconfig_server_parse(url, &s, &http, &dns, e)) < 0)
 		return errbuf_prefix(e, r, "%s", what);
-	if ((r = kubeconfig_transport_ok(kc, what, s, http, e)) < 0) {
+	if ((r = kubeconfig_transport_ok(kc, kc->source ? kc->source : "kubeconfig", what, s,
+	    http, e)) < 0) {
 		free(s);
 		return r;
 	}
@@ -540,20 +591,23 @@ kubeconfig_set_server(struct kubeconfig *kc, const char *url, const char *what,
 
 /* kubeconfig_server checks and normalizes the cluster's server URL into kc. */
 static int
-kubeconfig_server(struct kubeconfig_loader *l, const char *cluster,
+kubeconfig_server(struct kubeconfig_loader *l, const struct ynode *at, const char *cluster,
     const char *server, struct kubeconfig *kc)
 {
+	char what[ERRBUF_MAX];
 	int r = kubeconfig_server_parse(server, &kc->server, &kc->plain_http,
 	    &kc->server_dns, l->e);
 
-	if (r < 0)
-		return errbuf_prefix(l->e, r, "%s: cluster \"%s\"", l->name, cluster);
+	if (r < 0) {
+		snprintf(what, sizeof(what), "cluster \"%.200s\"", cluster);
+		return kubeconfig_prefix(l, at, r, what);
+	}
 	return 0;
 }
 
 static int
-kubeconfig_cluster(struct kubeconfig_loader *l, const struct ynode *body,
-    size_t index, const char *name, struct kubeconfig *kc)
+kubeconfig_cluster(struct kubeconfig_loader *l, const struct ynode *entry,
+    const struct ynode *body, size_t index, const char *name, struct kubeconfig *kc)
 {
 	char path[KUBECONFIG_PATH_MAX];
 	const char *server, *tls_name, *proxy;
@@ -564,16 +618,16 @@ kubeconfig_cluster(struct kubeconfig_loader *l, const struct ynode *body,
 	if (r < 0)
 		return r;
 	if (server == NULL)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: cluster \"%s\" has no server", l->name, name);
+		return kubeconfig_err(l, body ? body : entry, ERR_INVALID,
+		    "cluster \"%s\" has no server", name);
 	r = kubeconfig_string(l, body, path, "proxy-url", &proxy);
 	if (r < 0)
 		return r;
 	if (proxy != NULL)
-		return errbuf_set(l->e, ERR_UNSUPPORTED,
-		    "%s: %s.proxy-url: proxies are not supported; bootccm "
-		    "connects to the server directly", l->name, path);
-	r = kubeconfig_server(l, name, server, kc);
+		return kubeconfig_err(l, yamltree_get(body, "proxy-url"), ERR_UNSUPPORTED,
+		    "%s.proxy-url: proxies are not supported; bootccm "
+		    "connects to the server directly", path);
+	r = kubeconfig_server(l, yamltree_get(body, "server"), name, server, kc);
 	if (r < 0)
 		return r;
 	r = kubeconfig_string(l, body, path, "tls-server-name", &tls_name);
@@ -593,15 +647,15 @@ kubeconfig_cluster(struct kubeconfig_loader *l, const struct ynode *body,
 	if (r < 0)
 		return r;
 	if (kc->insecure_skip_tls_verify && kc->ca_pem != NULL)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: cluster \"%s\": specifying a root certificates file "
-		    "with the insecure flag is not allowed", l->name, name);
+		return kubeconfig_err(l, yamltree_get(body, "insecure-skip-tls-verify"),
+		    ERR_INVALID, "cluster \"%s\": specifying a root certificates file "
+		    "with the insecure flag is not allowed", name);
 	return 0;
 }
 
 static int
-kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
-    size_t index, const char *name, struct kubeconfig *kc)
+kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body, size_t index,
+    const char *name, struct kubeconfig *kc)
 {
 	static const char *const impersonation[] = {
 		"as", "as-uid", "as-groups", "as-user-extra",
@@ -613,24 +667,25 @@ kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
 	int r;
 
 	snprintf(path, sizeof(path), "users[%zu].user", index);
-	if (!yamltree_is_null(yamltree_get(body, "exec")))
-		return errbuf_set(l->e, ERR_UNSUPPORTED,
-		    "%s: user \"%s\": exec credential plugins are not supported; "
-		    "use a client certificate or token", l->name, name);
-	if (!yamltree_is_null(yamltree_get(body, "auth-provider")))
-		return errbuf_set(l->e, ERR_UNSUPPORTED,
-		    "%s: user \"%s\": auth-provider plugins are not supported; "
-		    "use a client certificate or token", l->name, name);
+	if (!yamltree_is_null(n = yamltree_get(body, "exec")))
+		return kubeconfig_err(l, n, ERR_UNSUPPORTED,
+		    "user \"%s\": exec credential plugins are not supported; "
+		    "use a client certificate or token", name);
+	if (!yamltree_is_null(n = yamltree_get(body, "auth-provider")))
+		return kubeconfig_err(l, n, ERR_UNSUPPORTED,
+		    "user \"%s\": auth-provider plugins are not supported; "
+		    "use a client certificate or token", name);
 	if (kubeconfig_present(body, "username") ||
 	    kubeconfig_present(body, "password"))
-		return errbuf_set(l->e, ERR_UNSUPPORTED,
-		    "%s: user \"%s\": basic authentication is not supported; "
-		    "use a client certificate or token", l->name, name);
+		return kubeconfig_err(l, kubeconfig_present(body, "username") ?
+		    yamltree_get(body, "username") : yamltree_get(body, "password"),
+		    ERR_UNSUPPORTED, "user \"%s\": basic authentication is not supported; "
+		    "use a client certificate or token", name);
 	for (i = 0; i < sizeof(impersonation) / sizeof(impersonation[0]); i++)
 		if (kubeconfig_present(body, impersonation[i]))
-			return errbuf_set(l->e, ERR_UNSUPPORTED,
-			    "%s: user \"%s\": impersonation (%s) is not "
-			    "supported", l->name, name, impersonation[i]);
+			return kubeconfig_err(l, yamltree_get(body, impersonation[i]),
+			    ERR_UNSUPPORTED, "user \"%s\": impersonation (%s) is not "
+			    "supported", name, impersonation[i]);
 
 	r = kubeconfig_material(l, body, path, "client-certificate-data",
 	    "client-certificate", &kc->client_cert_pem,
@@ -642,14 +697,14 @@ kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
 	if (r < 0)
 		return r;
 	if (kc->client_cert_pem != NULL && kc->client_key_pem == NULL)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: user \"%s\": client-certificate given without "
-		    "client-key (or client-key-data)", l->name, name);
+		return kubeconfig_err(l, kubeconfig_material_node(body,
+		    "client-certificate-data", "client-certificate"), ERR_INVALID,
+		    "user \"%s\": client-certificate given without "
+		    "client-key (or client-key-data)", name);
 	if (kc->client_key_pem != NULL && kc->client_cert_pem == NULL)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: user \"%s\": client-key given without "
-		    "client-certificate (or client-certificate-data)", l->name,
-		    name);
+		return kubeconfig_err(l, kubeconfig_material_node(body, "client-key-data",
+		    "client-key"), ERR_INVALID, "user \"%s\": client-key given without "
+		    "client-certificate (or client-certificate-data)", name);
 	if (kc->client_cert_pem != NULL)
 		kc->credential = xasprintf("%s.%s", path,
 		    kubeconfig_present(body, "client-certificate-data") ?
@@ -664,9 +719,9 @@ kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
 	if (token != NULL) {
 		n = yamltree_get(body, "token");
 		if (!kubeconfig_token_ok(token, strlen(token)))
-			return errbuf_set(l->e, ERR_INVALID,
-			    "%s:%d: %s.token: holds whitespace or control "
-			    "characters", l->name, n->line, path);
+			return kubeconfig_err(l, n, ERR_INVALID,
+			    "%s.token: holds whitespace or control "
+			    "characters", path);
 		kc->token = xstrdup(token);
 		free(kc->credential);
 		kc->credential = xasprintf("%s.token", path);
@@ -678,9 +733,11 @@ kubeconfig_user(struct kubeconfig_loader *l, const struct ynode *body,
 		kc->token_file = kubeconfig_join(l->dir, token_file);
 		/* Read it now so a wrong path fails at start-up. */
 		r = kubeconfig_token_refresh(kc, l->e);
-		if (r < 0)
-			return errbuf_prefix(l->e, r, "%s: %s.tokenFile",
-			    l->name, path);
+		if (r < 0) {
+			char what[KUBECONFIG_PATH_MAX + 16];
+			snprintf(what, sizeof(what), "%s.tokenFile", path);
+			return kubeconfig_prefix(l, yamltree_get(body, "tokenFile"), r, what);
+		}
 	}
 	return 0;
 }
@@ -689,10 +746,12 @@ static int
 kubeconfig_resolve(struct kubeconfig_loader *l, const struct ynode *root,
     const char *context, struct kubeconfig *kc)
 {
-	const struct ynode *ctx_body = NULL, *cluster_body = NULL;
-	const struct ynode *user_body = NULL;
+	const struct ynode *ctx_body = NULL, *cluster_body = NULL, *user_body = NULL;
+	const struct ynode *ctx_entry = NULL, *cluster_entry = NULL, *user_entry = NULL;
+	/* (a user's errors all name one of its fields, not its entry) */
+	const struct ynode *named_by = NULL;
 	const char *current, *cluster = NULL, *user = NULL;
-	char path[KUBECONFIG_PATH_MAX];
+	char path[KUBECONFIG_PATH_MAX], at[KUBECONFIG_AT_MAX];
 	size_t ctx_index = 0, cluster_index = 0, user_index = 0;
 	int r, found;
 
@@ -700,26 +759,27 @@ kubeconfig_resolve(struct kubeconfig_loader *l, const struct ynode *root,
 		return errbuf_set(l->e, ERR_INVALID,
 		    "%s: no configuration (the file is empty)", l->name);
 	if (root->kind != YNODE_MAP)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s:%d: expected a map at the top level (with clusters, "
-		    "users, contexts)", l->name, root->line);
+		return kubeconfig_err(l, root, ERR_INVALID,
+		    "expected a map at the top level (with clusters, users, contexts)");
 	r = kubeconfig_string(l, root, NULL, "current-context",
 	    &current);
 	if (r < 0)
 		return r;
-	if (context == NULL || context[0] == '\0')
+	if (context == NULL || context[0] == '\0') {
 		context = current;
+		named_by = yamltree_get(root, "current-context");
+	}
 	if (context == NULL)
 		return errbuf_set(l->e, ERR_INVALID,
 		    "%s: no current-context and no --context given", l->name);
 
-	r = kubeconfig_find(l, root, "contexts", "context", context, &ctx_body,
+	r = kubeconfig_find(l, root, "contexts", "context", context, &ctx_entry, &ctx_body,
 	    &ctx_index, &found);
 	if (r < 0)
 		return r;
 	if (!found)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: context \"%s\" not found", l->name, context);
+		return kubeconfig_err(l, named_by, ERR_INVALID, "context \"%s\" not found",
+		    context);
 	snprintf(path, sizeof(path), "contexts[%zu].context", ctx_index);
 	r = kubeconfig_string(l, ctx_body, path, "cluster", &cluster);
 	if (r < 0)
@@ -728,30 +788,29 @@ kubeconfig_resolve(struct kubeconfig_loader *l, const struct ynode *root,
 	if (r < 0)
 		return r;
 	if (cluster == NULL)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: context \"%s\" names no cluster", l->name, context);
+		return kubeconfig_err(l, ctx_body ? ctx_body : ctx_entry, ERR_INVALID,
+		    "context \"%s\" names no cluster", context);
 
-	r = kubeconfig_find(l, root, "clusters", "cluster", cluster,
+	r = kubeconfig_find(l, root, "clusters", "cluster", cluster, &cluster_entry,
 	    &cluster_body, &cluster_index, &found);
 	if (r < 0)
 		return r;
 	if (!found)
-		return errbuf_set(l->e, ERR_INVALID,
-		    "%s: cluster \"%s\" (context \"%s\") not found", l->name,
-		    cluster, context);
-	r = kubeconfig_cluster(l, cluster_body, cluster_index, cluster, kc);
+		return kubeconfig_err(l, yamltree_get(ctx_body, "cluster"), ERR_INVALID,
+		    "cluster \"%s\" (context \"%s\") not found", cluster, context);
+	r = kubeconfig_cluster(l, cluster_entry, cluster_body, cluster_index, cluster, kc);
 	if (r < 0)
 		return r;
 
 	/* A context without a user is anonymous, as in client-go. */
 	if (user != NULL) {
-		r = kubeconfig_find(l, root, "users", "user", user, &user_body,
+		r = kubeconfig_find(l, root, "users", "user", user, &user_entry, &user_body,
 		    &user_index, &found);
 		if (r < 0)
 			return r;
 		if (!found)
-			return errbuf_set(l->e, ERR_INVALID,
-			    "%s: user \"%s\" not found", l->name, user);
+			return kubeconfig_err(l, yamltree_get(ctx_body, "user"), ERR_INVALID,
+			    "user \"%s\" not found", user);
 		r = kubeconfig_user(l, user_body, user_index, user, kc);
 		if (r < 0)
 			return r;
@@ -761,7 +820,8 @@ kubeconfig_resolve(struct kubeconfig_loader *l, const struct ynode *root,
 	kc->context = kubeconfig_strdup(context);
 	kc->cluster = kubeconfig_strdup(cluster);
 	kc->user = kubeconfig_strdup(user);
-	return kubeconfig_transport_ok(kc, "server", kc->server, kc->plain_http, l->e);
+	return kubeconfig_transport_ok(kc, kubeconfig_at(l, yamltree_get(cluster_body, "server"),
+	    at, sizeof(at)), "server", kc->server, kc->plain_http, l->e);
 }
 
 /* kubeconfig_commit hands a fully built kc to the caller. The mutex is
@@ -808,7 +868,7 @@ kubeconfig_load(const char *path, const char *context, struct kubeconfig *ret,
 	size_t len = 0;
 	int r;
 
-	r = readfile(path, KUBECONFIG_FILE_MAX, 0, &buf, &len, e);
+	r = readfile(path, KUBECONFIG_FILE_MAX, &buf, &len, e);
 	if (r < 0)
 		return r;
 	dir = xstrdup(path);
@@ -897,7 +957,7 @@ kubeconfig_in_cluster(const char *sa_dir, struct kubeconfig *ret,
 	ca_path = kubeconfig_join(sa_dir, "ca.crt");
 	kc.token_file = kubeconfig_join(sa_dir, "token");
 	kc.source = xstrdup("in-cluster");
-	r = readfile(ca_path, KUBECONFIG_FILE_MAX, 0, &kc.ca_pem, &kc.ca_pem_len, e);
+	r = readfile(ca_path, KUBECONFIG_FILE_MAX, &kc.ca_pem, &kc.ca_pem_len, e);
 	if (r < 0) {
 		errbuf_prefix(e, r, "%s", l.name);
 		goto fail;

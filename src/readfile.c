@@ -77,20 +77,70 @@ fail:
 	return r;
 }
 
+/* readfile_kind names a file type that is not a regular file. */
+static const char *
+readfile_kind(mode_t m)
+{
+	if (S_ISDIR(m))
+		return "a directory";
+	if (S_ISFIFO(m))
+		return "a FIFO";
+	if (S_ISCHR(m))
+		return "a character device";
+	if (S_ISBLK(m))
+		return "a block device";
+	if (S_ISSOCK(m))
+		return "a socket";
+	return "of an unknown type";
+}
+
 int
-readfile(const char *path, size_t max, int flags, char **ret, size_t *ret_len,
-    struct errbuf *e)
+readfile_open(const char *path, struct stat *ret_st, struct errbuf *e)
+{
+	struct stat st;
+	int fd, fl, saved;
+
+	/* O_NONBLOCK: opening a FIFO for reading waits for a writer, forever;
+	 * a regular file ignores the flag, so it is cleared only for the
+	 * record */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0) {
+		saved = errno;
+		/* a socket cannot be opened at all (ENXIO): say what it is */
+		if (saved == ENXIO && stat(path, &st) == 0 && !S_ISREG(st.st_mode))
+			errbuf_set(e, ERR_IO, "%s: is %s, not a regular file", path,
+			    readfile_kind(st.st_mode));
+		else
+			errbuf_set(e, ERR_IO, "%s: %s", path, strerror(saved));
+		errno = saved;
+		return ERR_IO;
+	}
+	if (fstat(fd, &st) < 0) {
+		errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
+		close(fd);
+		return ERR_IO;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		errbuf_set(e, ERR_IO, "%s: is %s, not a regular file", path,
+		    readfile_kind(st.st_mode));
+		close(fd);
+		return ERR_IO;
+	}
+	if ((fl = fcntl(fd, F_GETFL)) >= 0)
+		(void)fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+	*ret_st = st;
+	return fd;
+}
+
+int
+readfile(const char *path, size_t max, char **ret, size_t *ret_len, struct errbuf *e)
 {
 	struct stat st;
 	int fd, r;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-	if (fd < 0)
-		return errbuf_set(e, ERR_IO, "%s: %s", path, strerror(errno));
-	if ((flags & READFILE_REGULAR) && (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)))
-		r = errbuf_set(e, ERR_IO, "%s: not a regular file", path);
-	else
-		r = readfile_fd(fd, path, max, ret, ret_len, e);
+	if ((fd = readfile_open(path, &st, e)) < 0)
+		return fd;
+	r = readfile_fd(fd, path, max, ret, ret_len, e);
 	close(fd);
 	return r;
 }

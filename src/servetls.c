@@ -102,7 +102,7 @@ servetls_read(const char *flag, const char *path, char **ret, size_t *ret_len,
 	struct errbuf why = { "" };
 	int r;
 
-	if ((r = readfile(path, SERVETLS_FILE_MAX, READFILE_REGULAR, ret, ret_len, &why)) < 0)
+	if ((r = readfile(path, SERVETLS_FILE_MAX, ret, ret_len, &why)) < 0)
 		return errbuf_set(e, r, "--%s %s", flag, why.msg);
 	return 0;
 }

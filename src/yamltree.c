@@ -541,7 +541,7 @@ yamltree_parse_file(const char *path, size_t max_bytes, struct ynode **ret,
 	size_t len = 0;
 	int r;
 
-	if ((r = readfile(path, max_bytes, 0, &buf, &len, e)) < 0)
+	if ((r = readfile(path, max_bytes, &buf, &len, e)) < 0)
 		return r;
 	r = yamltree_parse(buf, len, path, ret, e);
 	readfile_free(buf, len);

@@ -306,14 +306,7 @@ hcclient_token_load(struct hcclient *c)
 	if (c->token_have_st && hcclient_same_file(&st, &c->token_st) &&
 	    (c->token != NULL || c->token_err[0]))
 		return;
-	/* never opened: a FIFO would block the reader (the daemon's main
-	 * thread looks at the file every CLOUD_CREDENTIALS_POLL_NS) */
-	if (!S_ISREG(st.st_mode)) {
-		snprintf(c->token_err, sizeof(c->token_err), "tokenFile %s: not a regular file",
-		    c->token_file);
-		goto none;
-	}
-	if (readfile(c->token_file, HCCLIENT_TOKEN_MAX, READFILE_REGULAR, &buf, &len, &e) < 0) {
+	if (readfile(c->token_file, HCCLIENT_TOKEN_MAX, &buf, &len, &e) < 0) {
 		snprintf(c->token_err, sizeof(c->token_err), "tokenFile %s", e.msg);
 		goto none;
 	}

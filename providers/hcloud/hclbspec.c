@@ -414,6 +414,8 @@ hclbspec_parse(const struct cloud_service *svc, const struct hclbspec_defaults *
 	if (svc->uid == NULL || *svc->uid == '\0')
 		return errbuf_set(e, ERR_INVALID, "Service %s/%s: no uid", svc->namespace_,
 		    svc->name);
+	if ((r = cloud_service_nul_check(svc, NULL, HCLBSPEC_PREFIX, e)) < 0)
+		return r;
 	if ((r = hclbspec_parse_into(svc, d, cluster, ret, e)) < 0)
 		hclbspec_free(ret);
 	return r;

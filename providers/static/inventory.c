@@ -230,7 +230,7 @@ inventory_load(const char *path, struct inventory **ret, struct errbuf *e)
 	size_t len;
 	int r;
 
-	if ((r = readfile(path, CLOUDCONFIG_FILE_MAX, READFILE_REGULAR, &buf, &len, e)) < 0)
+	if ((r = readfile(path, CLOUDCONFIG_FILE_MAX, &buf, &len, e)) < 0)
 		return r;
 	r = inventory_parse(buf, len, path, ret, e);
 	readfile_free(buf, len);

@@ -249,6 +249,12 @@ lbrequest_build(const struct cloud_service *svc, int kube_vip_output, struct lbr
 		r->svc.families[0] = 4;
 		r->svc.n_families = 1;
 	}
+	/* an annotation read here that holds a NUL counts as absent above; the
+	 * request is refused naming it, first of all faults */
+	if ((fr = cloud_service_nul_check(svc, lbrequest_ips_keys, NULL, e)) < 0 ||
+	    (fr = cloud_service_nul_check(svc, lbrequest_pool_keys, NULL, e)) < 0 ||
+	    (fr = cloud_service_nul_check(svc, lbrequest_shared_keys, NULL, e)) < 0)
+		rc = fr;
 	return rc;
 }
 

@@ -703,6 +703,26 @@ out:
 	return r;
 }
 
+/* nodectl_unreadable refuses a Node whose fields the initialization reads
+ * hold a NUL byte (legal in JSON and in the API server, not in a C string):
+ * its providerID, or its provided-node-ip annotation. Left out of the
+ * cache, they would read as absent, and the node be initialized as some
+ * other node or with the wrong addresses. Returns 0 or ERR_INVALID naming
+ * the field. */
+static int
+nodectl_unreadable(const struct kube_node *n, struct errbuf *e)
+{
+	if (n->provider_id_nul)
+		return errbuf_set(e, ERR_INVALID, "node %s: spec.providerID holds a NUL "
+		    "character, which bootccm cannot read", n->name);
+	for (size_t i = 0; i < n->nnul_annotations; i++)
+		if (strcmp(n->nul_annotations[i], CLOUD_PROVIDED_NODE_IP) == 0)
+			return errbuf_set(e, ERR_INVALID, "node %s: annotation %s holds a NUL "
+			    "character, which bootccm cannot read", n->name,
+			    CLOUD_PROVIDED_NODE_IP);
+	return 0;
+}
+
 /* nodectl_sync_node brings one Node where it should be; the caller has
  * made sure it is not a version this replica has written over. */
 static int
@@ -725,7 +745,8 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 		goto out;
 	}
 	m = xmalloc(sizeof(*m));
-	if ((r = nodectl_instance(c, n, m, fallback_err, sizeof(fallback_err), e)) < 0)
+	if ((r = nodectl_unreadable(n, e)) < 0 ||
+	    (r = nodectl_instance(c, n, m, fallback_err, sizeof(fallback_err), e)) < 0)
 		goto fail;
 	for (tries = 0;; tries++) {
 		r = nodectl_write(kc, fresh ? fresh : n, m, 1, mid_rv, sizeof(mid_rv), e);

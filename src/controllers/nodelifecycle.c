@@ -379,6 +379,10 @@ nodelifecycle_node(struct nodelifecycle *c, const struct kube_node *n,
 	struct errbuf e = { "" };
 	int viewed = 0;
 
+	/* a providerID bootccm cannot read names no instance it could ask
+	 * about: never delete on doubt (the node controller reports it) */
+	if (n->provider_id_nul)
+		return;
 	for (;;) {
 		v = nodelifecycle_decide(c->cfg.provider, c->cfg.grace_period_ns, &f);
 		if (v == NODELIFECYCLE_ASK_EXISTS) {

@@ -577,6 +577,8 @@ svcview_init(struct svcview *v, const struct kube_service *s, int served)
 	v->svc.creation_timestamp = s->creation_timestamp;
 	v->svc.annotations = v->kv;
 	v->svc.n_annotations = s->nannotations;
+	v->svc.nul_annotations = s->nul_annotations;
+	v->svc.n_nul_annotations = s->nnul_annotations;
 	v->svc.selector = v->kv + s->nannotations;
 	v->svc.n_selector = s->nselector;
 	v->svc.type = s->type;

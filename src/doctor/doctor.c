@@ -29,6 +29,7 @@ struct doc_node {
 	const char *provider_id;
 	size_t n_addresses;
 	const char *provided_ip;    /* the kubelet's --node-ip annotation */
+	const char *unreadable;     /* a field read here that holds a NUL byte, or NULL */
 	int network_unavailable;    /* condition NetworkUnavailable=True */
 	const char *net_reason, *net_message;
 };
@@ -134,17 +135,17 @@ doc_node_read(json_object *item, size_t i, struct doc_node *n, struct errbuf *e)
 	json_object *spec, *status, *taints, *addrs, *conds, *ann = NULL, *md;
 	size_t nt, nc;
 	const char *ns;
-	int r;
+	int r, ip_nul, id_nul, nul;
 
 	memset(n, 0, sizeof(*n));
 	if ((r = doc_meta(item, "node", i, &n->name, &ns, &n->created, e)) < 0)
 		return r;
 	if ((r = jsonx_object(item, "", "metadata", 0, &md, e)) < 0 ||
 	    (r = jsonx_object(md, "metadata", "annotations", 0, &ann, e)) < 0 ||
-	    (r = jsonx_str(ann, "metadata.annotations", DOCTOR_PROVIDED_NODE_IP, 0,
-	    &n->provided_ip, NULL, e)) < 0 ||
+	    (r = jsonx_str_nul(ann, "metadata.annotations", DOCTOR_PROVIDED_NODE_IP,
+	    &n->provided_ip, &ip_nul, e)) < 0 ||
 	    (r = jsonx_object(item, "", "spec", 0, &spec, e)) < 0 ||
-	    (r = jsonx_str(spec, "spec", "providerID", 0, &n->provider_id, NULL, e)) < 0 ||
+	    (r = jsonx_str_nul(spec, "spec", "providerID", &n->provider_id, &id_nul, e)) < 0 ||
 	    (r = jsonx_array(spec, "spec", "taints", 0, &taints, &nt, e)) < 0 ||
 	    (r = jsonx_object(item, "", "status", 0, &status, e)) < 0 ||
 	    (r = jsonx_array(status, "status", "addresses", 0, &addrs, &n->n_addresses, e)) < 0 ||
@@ -177,9 +178,18 @@ doc_node_read(json_object *item, size_t i, struct doc_node *n, struct errbuf *e)
 		if (strcmp(type, "NetworkUnavailable") != 0 || strcmp(st, "True") != 0)
 			continue;
 		n->network_unavailable = 1;
-		if ((r = jsonx_str(c, path, "reason", 0, &n->net_reason, NULL, e)) < 0 ||
-		    (r = jsonx_str(c, path, "message", 0, &n->net_message, NULL, e)) < 0)
+		/* free text: one holding a NUL is left out, not fatal */
+		if ((r = jsonx_str_nul(c, path, "reason", &n->net_reason, &nul, e)) < 0 ||
+		    (r = jsonx_str_nul(c, path, "message", &n->net_message, &nul, e)) < 0)
 			return errbuf_prefix(e, r, "node %s", n->name);
+	}
+	/* one Node's unreadable field is a finding about that Node, never a
+	 * reason not to read the others */
+	if (ip_nul)
+		n->unreadable = "metadata.annotations[\"" DOCTOR_PROVIDED_NODE_IP "\"]";
+	if (id_nul) {
+		n->unreadable = "spec.providerID";
+		n->provider_id = "?";  /* set, though unreadable */
 	}
 	if (n->provider_id == NULL)
 		n->provider_id = "";
@@ -356,6 +366,30 @@ doc_uninitialized(const struct doctor_input *in, const struct doc_node *nodes, s
 		}
 	}
 	(void)f;
+}
+
+/* doc_unreadable reports each Node with a field doctor and the
+ * cloud-controller-manager read that holds a NUL byte: bootccm refuses to
+ * initialize such a node (a deadlock while it is tainted). */
+static void
+doc_unreadable(const struct doc_node *nodes, size_t n, struct doctor_report *r)
+{
+	for (size_t i = 0; i < n; i++) {
+		const struct doc_node *d = &nodes[i];
+		struct doctor_finding *f;
+		if (d->unreadable == NULL)
+			continue;
+		f = doc_add(r, "node-field-unreadable", d->uninitialized ? DOCTOR_DEADLOCK :
+		    DOCTOR_WARNING, "node %s: %s holds a NUL character", d->name, d->unreadable);
+		doc_obj(f, "node", NULL, d->name);
+		doc_set(&f->evidence, "%s of node %s holds a NUL character (\\u0000), which "
+		    "bootccm cannot read; %s", d->unreadable, d->name, d->uninitialized ?
+		    "the node keeps the uninitialized taint" : "the node is initialized");
+		doc_set(&f->fix, "Write the field without the NUL character. spec.providerID "
+		    "cannot be changed once set: delete the Node (kubectl delete node %s) and "
+		    "restart its kubelet so that it registers again with a correct "
+		    "--provider-id.", d->name);
+	}
 }
 
 static void
@@ -746,6 +780,7 @@ doctor_analyze(const struct doctor_input *in, struct doctor_report *r, struct er
 	if (rc == 0)
 		rc = doc_events(in->init_events, &failed, e);
 	if (rc == 0) {
+		doc_unreadable(nodes, n, r);
 		doc_uninitialized(in, nodes, n, in->lease ? &lease : NULL, &failed, r);
 		doc_nodes_other(in, nodes, n, in->lease ? &lease : NULL, r);
 		rc = doc_pods(in, r, e);

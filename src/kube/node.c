@@ -60,7 +60,7 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 	struct kube_node_address *addrs;
 	char path[64];
 	size_t cnt;
-	int r;
+	int r, nul;
 
 	if (!json_object_is_type(root, json_type_object))
 		return errbuf_set(e, ERR_INVALID, "node: expected a JSON object");
@@ -76,9 +76,10 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 	if ((r = store_json_str(b, md, "metadata", "uid", &n->obj.uid, e)) < 0 ||
 	    (r = store_json_str(b, md, "metadata", "resourceVersion",
 	    &n->obj.resource_version, e)) < 0 ||
-	    (r = store_json_kv(b, md, "metadata", "labels", &n->labels, &n->nlabels, e)) < 0 ||
+	    (r = store_json_kv(b, md, "metadata", "labels", &n->labels, &n->nlabels, NULL,
+	    NULL, e)) < 0 ||
 	    (r = store_json_kv(b, md, "metadata", "annotations", &n->annotations,
-	    &n->nannotations, e)) < 0 ||
+	    &n->nannotations, &n->nul_annotations, &n->nnul_annotations, e)) < 0 ||
 	    (r = jsonx_time(md, "metadata", "creationTimestamp", 0,
 	    &n->creation_timestamp, e)) < 0 ||
 	    (r = jsonx_time(md, "metadata", "deletionTimestamp", 0,
@@ -88,7 +89,8 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 	if ((r = jsonx_object(root, "", "spec", 0, &spec, e)) < 0)
 		goto fail;
 	if (spec) {
-		if ((r = store_json_str(b, spec, "spec", "providerID", &n->provider_id, e)) < 0 ||
+		if ((r = store_json_str_nul(b, spec, "spec", "providerID", &n->provider_id,
+		    &n->provider_id_nul, e)) < 0 ||
 		    (r = store_json_strs(b, spec, "spec", "podCIDRs", &n->pod_cidrs,
 		    &n->npod_cidrs, e)) < 0 ||
 		    (r = jsonx_array(spec, "spec", "taints", 0, &a, &cnt, e)) < 0)
@@ -123,6 +125,7 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 		if ((r = jsonx_array(status, "status", "addresses", 0, &a, &cnt, e)) < 0)
 			goto fail;
 		if (cnt) {
+			size_t k = 0;
 			addrs = store_bld_alloc(b, cnt * sizeof(*addrs));
 			for (size_t i = 0; i < cnt; i++) {
 				json_object *ad = json_object_array_get_idx(a, i);
@@ -131,17 +134,22 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 					r = errbuf_set(e, ERR_INVALID, "%s: expected an object", path);
 					goto fail;
 				}
-				if ((r = store_json_str(b, ad, path, "type", &addrs[i].type, e)) < 0 ||
-				    (r = store_json_str(b, ad, path, "address", &addrs[i].address, e)) < 0)
+				/* an address holding a NUL is no address bootccm could
+				 * use (a backend, a CSR's SAN): left out, not fatal */
+				if ((r = store_json_str(b, ad, path, "type", &addrs[k].type, e)) < 0 ||
+				    (r = store_json_str_nul(b, ad, path, "address", &addrs[k].address,
+				    &nul, e)) < 0)
 					goto fail;
-				if (addrs[i].type == NULL || addrs[i].address == NULL) {
+				if (addrs[k].type == NULL || (addrs[k].address == NULL && !nul)) {
 					r = errbuf_set(e, ERR_INVALID, "%s: an address needs a type and an address",
 					    path);
 					goto fail;
 				}
+				if (!nul)
+					k++;
 			}
 			n->addresses = addrs;
-			n->naddresses = cnt;
+			n->naddresses = k;
 		}
 		if ((r = jsonx_array(status, "status", "conditions", 0, &a, &cnt, e)) < 0)
 			goto fail;
@@ -162,8 +170,10 @@ kube_node_fill(struct store_bld *b, struct store_obj *o, const void *src,
 				n->ready = kube_node_cond(st);
 			} else if (strcmp(type, "NetworkUnavailable") == 0) {
 				n->network_unavailable = kube_node_cond(st);
-				if ((r = store_json_str(b, c, path, "reason",
-				    &n->network_unavailable_reason, e)) < 0)
+				/* free text: one holding a NUL reads as absent, which
+				 * the route controller leaves alone as another's */
+				if ((r = store_json_str_nul(b, c, path, "reason",
+				    &n->network_unavailable_reason, &nul, e)) < 0)
 					goto fail;
 			}
 		}

@@ -48,9 +48,14 @@ struct kube_node {
 	size_t nlabels;
 	const struct store_kv *annotations;
 	size_t nannotations;
+	const char *const *nul_annotations; /* keys of annotations whose value holds a
+	                                     * NUL byte: left out of annotations */
+	size_t nnul_annotations;
 	const struct kube_taint *taints;
 	size_t ntaints;
 	const char *provider_id;    /* spec.providerID */
+	int provider_id_nul;        /* spec.providerID holds a NUL: provider_id is NULL
+	                             * and the Node cannot be matched to an instance */
 	const char *const *pod_cidrs;
 	size_t npod_cidrs;
 	const struct kube_node_address *addresses;

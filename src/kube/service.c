@@ -163,7 +163,7 @@ kube_service_fill(struct store_bld *b, struct store_obj *o, const void *src,
 	    (r = store_json_str(b, md, "metadata", "resourceVersion",
 	    &s->obj.resource_version, e)) < 0 ||
 	    (r = store_json_kv(b, md, "metadata", "annotations", &s->annotations,
-	    &s->nannotations, e)) < 0 ||
+	    &s->nannotations, &s->nul_annotations, &s->nnul_annotations, e)) < 0 ||
 	    (r = store_json_strs(b, md, "metadata", "finalizers", &s->finalizers,
 	    &s->nfinalizers, e)) < 0 ||
 	    (r = jsonx_time(md, "metadata", "deletionTimestamp", 0,
@@ -198,7 +198,7 @@ kube_service_fill(struct store_bld *b, struct store_obj *o, const void *src,
 		    (r = store_json_str(b, spec, "spec", "ipFamilyPolicy",
 		    &s->ip_family_policy, e)) < 0 ||
 		    (r = store_json_kv(b, spec, "spec", "selector", &s->selector,
-		    &s->nselector, e)) < 0 ||
+		    &s->nselector, NULL, NULL, e)) < 0 ||
 		    (r = kube_service_affinity(spec, s, e)) < 0)
 			goto fail;
 	}

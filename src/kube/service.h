@@ -40,6 +40,11 @@ struct kube_service {
 	const char *name;
 	const struct store_kv *annotations;
 	size_t nannotations;
+	const char *const *nul_annotations; /* keys of annotations whose value holds a
+	                                     * NUL byte (legal, and free to anyone who
+	                                     * may patch the Service): left out of
+	                                     * annotations */
+	size_t nnul_annotations;
 	const char *const *finalizers;
 	size_t nfinalizers;
 	int64_t deletion_timestamp;    /* 0 when not being deleted */

@@ -429,42 +429,85 @@ store_json_str(struct store_bld *b, json_object *parent, const char *path,
 }
 
 int
+store_json_str_nul(struct store_bld *b, json_object *parent, const char *path,
+    const char *field, const char **ret, int *ret_nul, struct errbuf *e)
+{
+	const char *s;
+	size_t len;
+	int r;
+
+	if ((r = jsonx_str_nul(parent, path, field, &s, ret_nul, e)) < 0)
+		return r;
+	len = s ? strlen(s) : 0;
+	*ret = s ? store_bld_str(b, s, len) : NULL;
+	return 0;
+}
+
+int
 store_json_kv(struct store_bld *b, json_object *parent, const char *path,
     const char *field, const struct store_kv **ret, size_t *ret_n,
-    struct errbuf *e)
+    const char *const **ret_nul, size_t *ret_nnul, struct errbuf *e)
 {
 	json_object *m;
 	struct json_object_iterator it, end;
 	struct store_kv *kv;
-	size_t n, i = 0;
+	const char **nul = NULL;
+	size_t n, i = 0, nn = 0;
 	int r;
 
 	if ((r = jsonx_object(parent, path, field, 0, &m, e)) < 0)
 		return r;
 	*ret = NULL;
 	*ret_n = 0;
+	if (ret_nul != NULL) {
+		*ret_nul = NULL;
+		*ret_nnul = 0;
+	}
 	if (m == NULL || (n = (size_t)json_object_object_length(m)) == 0)
 		return 0;
-	kv = store_bld_alloc(b, n * sizeof(*kv));
-	it = json_object_iter_begin(m);
 	end = json_object_iter_end(m);
-	for (; !json_object_iter_equal(&it, &end) && i < n; json_object_iter_next(&it), i++) {
+	for (it = json_object_iter_begin(m); !json_object_iter_equal(&it, &end);
+	    json_object_iter_next(&it)) {
+		const char *k = json_object_iter_peek_name(&it);
+		json_object *v = json_object_iter_peek_value(&it);
+		if (v != NULL && !json_object_is_type(v, json_type_string))
+			return errbuf_set(e, ERR_INVALID, "%s%s%s[\"%.64s\"]: expected a string",
+			    path, *path ? "." : "", field, k);
+		if (v != NULL && !jsonx_string_ok(v)) {
+			if (ret_nul == NULL)
+				return errbuf_set(e, ERR_INVALID, "%s%s%s[\"%.64s\"]: holds a NUL "
+				    "character", path, *path ? "." : "", field, k);
+			nn++;
+		}
+	}
+	if (nn > 0)
+		nul = store_bld_alloc(b, nn * sizeof(*nul));
+	kv = n > nn ? store_bld_alloc(b, (n - nn) * sizeof(*kv)) : NULL;
+	nn = 0;
+	for (it = json_object_iter_begin(m); !json_object_iter_equal(&it, &end);
+	    json_object_iter_next(&it)) {
 		const char *k = json_object_iter_peek_name(&it);
 		json_object *v = json_object_iter_peek_value(&it);
 		const char *vs = "";
 		size_t vlen = 0;
+		if (v != NULL && !jsonx_string_ok(v)) {
+			nul[nn++] = store_bld_key(b, k, strlen(k));
+			continue;
+		}
 		if (v != NULL) {
-			if (!json_object_is_type(v, json_type_string) || !jsonx_string_ok(v))
-				return errbuf_set(e, ERR_INVALID, "%s%s%s[\"%.64s\"]: expected a string",
-				    path, *path ? "." : "", field, k);
 			vs = json_object_get_string(v);
 			vlen = (size_t)json_object_get_string_len(v);
 		}
 		kv[i].key = store_bld_key(b, k, strlen(k));
 		kv[i].value = store_bld_str(b, vs, vlen);
+		i++;
 	}
 	*ret = kv;
 	*ret_n = i;
+	if (ret_nul != NULL) {
+		*ret_nul = nul;
+		*ret_nnul = nn;
+	}
 	return 0;
 }
 

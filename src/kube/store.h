@@ -140,11 +140,20 @@ const char *store_bld_key(struct store_bld *b, const char *s, size_t len);
 /* store_json_str: a string, copied; NULL when absent. */
 int store_json_str(struct store_bld *b, json_object *parent, const char *path,
     const char *field, const char **ret, struct errbuf *e);
+/* store_json_str_nul is store_json_str for free text the API server lets
+ * hold a NUL byte (spec.providerID): such a value is left out (*ret NULL)
+ * with *ret_nul set, instead of failing the whole object. */
+int store_json_str_nul(struct store_bld *b, json_object *parent, const char *path,
+    const char *field, const char **ret, int *ret_nul, struct errbuf *e);
+
 /* store_json_kv: a map of strings (labels, annotations), in the answer's
- * order; its keys are shared (store_bld_key). */
+ * order; its keys are shared (store_bld_key). With ret_nul, a value holding
+ * a NUL byte (legal in an annotation) is left out of the map and its key
+ * listed in *ret_nul instead of failing the object; without, it is
+ * ERR_INVALID "path.field[\"key\"]: holds a NUL character". */
 int store_json_kv(struct store_bld *b, json_object *parent, const char *path,
     const char *field, const struct store_kv **ret, size_t *ret_n,
-    struct errbuf *e);
+    const char *const **ret_nul, size_t *ret_nnul, struct errbuf *e);
 /* store_json_strs: an array of strings (podCIDRs, finalizers). */
 int store_json_strs(struct store_bld *b, json_object *parent, const char *path,
     const char *field, const char *const **ret, size_t *ret_n,

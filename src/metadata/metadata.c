@@ -17,6 +17,7 @@
 #include "metadata/gce.h"
 #include "metadata/hetzner.h"
 #include "metadata/openstack.h"
+#include "readfile.h"
 
 #define MD_DMI_VALUE_MAX 256 /* bytes of one DMI attribute read */
 #define MD_DMI_SUFFIX "/sys/class/dmi/id"
@@ -119,16 +120,19 @@ md_config_set(struct md_config *cfg, const char *cloud, const char *endpoint,
 
 /* md_read_small reads a small text file (a DMI attribute), trimmed. Returns 0,
  * or -1 when it is absent or unreadable (root-only attributes for a
- * non-root process): such a signal is simply missing. */
+ * non-root process, anything but a regular file): such a signal is simply
+ * missing. */
 static int
 md_read_small(const char *path, char *buf, size_t cap)
 {
+	struct errbuf e;
+	struct stat st;
 	ssize_t n;
 	size_t len, start = 0;
 	int fd;
 
 	buf[0] = '\0';
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
+	if ((fd = readfile_open(path, &st, &e)) < 0)
 		return -1;
 	do {
 		n = read(fd, buf, cap - 1);

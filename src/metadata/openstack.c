@@ -26,20 +26,17 @@ md_openstack_drive_get(void *arg, const char *path, int optional, struct md_answ
 	memset(&a, 0, sizeof(a));
 	if ((size_t)snprintf(a.where, sizeof(a.where), "%s%s", dir, path) >= sizeof(a.where))
 		return errbuf_set(e, ERR_INVALID, "%s%s: path too long", dir, path);
-	if ((fd = open(a.where, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0) {
+	if ((fd = readfile_open(a.where, &st, e)) < 0) {
 		if (errno == ENOENT && optional) {
 			a.body = xstrdup("");
 			a.status = 404;
 			*ret = a;
 			return 0;
 		}
-		return errbuf_set(e, errno == ENOENT ? ERR_INVALID : ERR_IO, "%s: %s", a.where,
-		    strerror(errno));
+		/* a config drive's file absent or not a file: a broken drive */
+		return ERR_INVALID;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
-		r = errbuf_set(e, ERR_INVALID, "%s: not a regular file", a.where);
-	else
-		r = readfile_fd(fd, a.where, MD_BODY_MAX, &a.body, &a.len, e);
+	r = readfile_fd(fd, a.where, MD_BODY_MAX, &a.body, &a.len, e);
 	close(fd);
 	if (r < 0)
 		return r;

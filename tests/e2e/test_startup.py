@@ -191,7 +191,7 @@ def test_a_cloud_config_directory_says_so(api, tmp):
     r = run(["--validate", "--kubeconfig", kc, "--cloud-provider=metadata",
              "--cloud-config=" + tmp])
     assert r.returncode == 2
-    assert "%s: Is a directory" % tmp in r.stderr, r.stderr
+    assert "%s: is a directory, not a regular file" % tmp in r.stderr, r.stderr
 
 
 # --- 5. the one-shot commands' deadline -------------------------------------------

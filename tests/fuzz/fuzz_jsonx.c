@@ -120,6 +120,41 @@ fuzz_time(const uint8_t *data, size_t size)
 		abort();
 }
 
+/* fuzz_getters checks the string getters on each member of a top-level
+ * object: jsonx_str refuses exactly the strings holding a NUL, which
+ * jsonx_str_nul reads as absent and flags; the others both give whole. */
+static void
+fuzz_getters(json_object *o)
+{
+	struct json_object_iterator it, end;
+	struct errbuf e;
+
+	if (!json_object_is_type(o, json_type_object))
+		return;
+	end = json_object_iter_end(o);
+	for (it = json_object_iter_begin(o); !json_object_iter_equal(&it, &end);
+	    json_object_iter_next(&it)) {
+		const char *k = json_object_iter_peek_name(&it), *s = NULL, *s2 = NULL;
+		json_object *v = json_object_iter_peek_value(&it), *got;
+		size_t len = 0;
+		int r, r2, nul = -1;
+		if (!json_object_object_get_ex(o, k, &got) || got != v)
+			continue;  /* a duplicate key: the last one is the member */
+		r = jsonx_str(o, "", k, 0, &s, &len, &e);
+		r2 = jsonx_str_nul(o, "", k, &s2, &nul, &e);
+		if (v == NULL || !json_object_is_type(v, json_type_string)) {
+			if ((v != NULL && (r == 0 || r2 == 0)) || (v == NULL && (r || r2 || s ||
+			    s2 || nul)))
+				abort();
+		} else if (!jsonx_string_ok(v)) {
+			if (r != ERR_INVALID || r2 != 0 || s2 != NULL || nul != 1)
+				abort();
+		} else if (r != 0 || r2 != 0 || nul != 0 || s != s2 || strlen(s) != len) {
+			abort();
+		}
+	}
+}
+
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -135,6 +170,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	}
 	fuzz_keep_check(data, size, 0, o, &e);
+	fuzz_getters(o);
 	fuzz_utf8(data, size);
 	text = json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN);
 	if (text == NULL || jsonx_parse(text, strlen(text), 16, &o2, &e) < 0)

@@ -1,8 +1,10 @@
 /* fuzz_node.c - libFuzzer harness: the Node and Service decoders on
  * arbitrary JSON (the first byte picks the decoder), checking that a decoded
  * object is whole: its key set and every kept string inside its one
- * allocation (label keys, shared by all objects, aside); and that a Node decoded from a parse of kube_node_fields only
- * is the same Node, or the same error, as one decoded from the whole tree. */
+ * allocation (label keys, shared by all objects, aside); that a value left
+ * out for a NUL (an annotation, spec.providerID) is flagged and absent;
+ * and that a Node decoded from a parse of kube_node_fields only is the
+ * same Node, or the same error, as one decoded from the whole tree. */
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -37,6 +39,12 @@ fuzz_node(const struct kube_node *n)
 	fuzz_in(o, o->uid);
 	fuzz_in(o, o->resource_version);
 	fuzz_in(o, n->provider_id);
+	if (n->provider_id_nul && n->provider_id != NULL)
+		abort();
+	for (size_t i = 0; i < n->nnul_annotations; i++)
+		if (n->nul_annotations[i] == NULL ||
+		    kube_node_annotation(n, n->nul_annotations[i]) != NULL)
+			abort();
 	for (size_t i = 0; i < n->nlabels; i++) {
 		/* keys are shared by every object (store_bld_key) */
 		if (n->labels[i].key == NULL)
@@ -79,8 +87,12 @@ fuzz_same_node(const struct kube_node *a, const struct kube_node *b)
 	    a->network_unavailable != b->network_unavailable ||
 	    !fuzz_same_str(a->network_unavailable_reason, b->network_unavailable_reason) ||
 	    a->creation_timestamp != b->creation_timestamp ||
-	    a->deletion_timestamp != b->deletion_timestamp)
+	    a->deletion_timestamp != b->deletion_timestamp ||
+	    a->provider_id_nul != b->provider_id_nul || a->nnul_annotations != b->nnul_annotations)
 		abort();
+	for (size_t i = 0; i < a->nnul_annotations; i++)
+		if (!fuzz_same_str(a->nul_annotations[i], b->nul_annotations[i]))
+			abort();
 	for (size_t i = 0; i < a->nlabels; i++)
 		if (!fuzz_same_str(a->labels[i].key, b->labels[i].key) ||
 		    !fuzz_same_str(a->labels[i].value, b->labels[i].value))
@@ -136,6 +148,12 @@ fuzz_service(const struct kube_service *s)
 	fuzz_in(o, o->key);
 	fuzz_in(o, s->type);
 	fuzz_in(o, s->load_balancer_class);
+	for (size_t i = 0; i < s->nannotations; i++)
+		fuzz_in(o, s->annotations[i].value);
+	for (size_t i = 0; i < s->nnul_annotations; i++)
+		if (s->nul_annotations[i] == NULL ||
+		    kube_service_annotation(s, s->nul_annotations[i]) != NULL)
+			abort();
 	for (size_t i = 0; i < s->nports; i++) {
 		fuzz_in(o, s->ports[i].name);
 		fuzz_in(o, s->ports[i].target_port_name);

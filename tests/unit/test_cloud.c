@@ -129,4 +129,34 @@ TEST(services_of_an_array)
 	CHECK(s.n == 0);
 }
 
+/* An annotation left out for a NUL refuses the Service only for the
+ * provider that reads it, naming it. */
+TEST(service_nul_check)
+{
+	static const char *const nul[] = { "example.com/note", "bootccm.io/pool" };
+	static const char *const keys[] = { "bootccm.io/load-balancer-ips", "bootccm.io/pool",
+		NULL };
+	static const char *const other[] = { "metallb.io/address-pool", NULL };
+	struct cloud_service svc;
+	struct errbuf e = { "" };
+
+	memset(&svc, 0, sizeof(svc));
+	svc.namespace_ = "shop";
+	svc.name = "web";
+	CHECK(cloud_service_nul_check(&svc, keys, "x/", &e) == 0);
+	svc.nul_annotations = nul;
+	svc.n_nul_annotations = 1;
+	CHECK(cloud_service_nul_check(&svc, keys, NULL, &e) == 0);
+	CHECK(cloud_service_nul_check(&svc, NULL, "example.org/", &e) == 0);
+	CHECK(cloud_service_nul_check(&svc, NULL, "example.com/", &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "Service shop/web: annotation example.com/note holds a NUL character, "
+	    "which bootccm cannot read");
+	svc.n_nul_annotations = 2;
+	CHECK(cloud_service_nul_check(&svc, other, NULL, &e) == 0);
+	CHECK(cloud_service_nul_check(&svc, keys, NULL, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "Service shop/web: annotation bootccm.io/pool holds a NUL character, "
+	    "which bootccm cannot read");
+	CHECK(cloud_service_nul_check(&svc, keys, NULL, NULL) == ERR_INVALID);
+}
+
 TEST_MAIN()

@@ -333,7 +333,7 @@ TEST(load_file)
 	unlink(path);
 	/* a directory says so */
 	CHECK(cloudconfig_load("/tmp", schema, &c, sizeof(c), &e) == ERR_IO);
-	CHECK_STR(e.msg, "/tmp: Is a directory");
+	CHECK_STR(e.msg, "/tmp: is a directory, not a regular file");
 }
 
 /* a provider's check: a region is one of two */

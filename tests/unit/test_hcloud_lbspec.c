@@ -188,6 +188,27 @@ TEST(bad_annotations_are_named)
 	CHECK(bad("name", "two words", "no spaces"));
 }
 
+/* An annotation left out for a NUL: refused when it is one of
+ * load-balancer.hetzner.cloud/..., ignored otherwise. */
+TEST(nul_annotations)
+{
+	static const char *const hc[] = { "load-balancer.hetzner.cloud/location" };
+	static const char *const other[] = { "example.com/note" };
+	struct svc v;
+	struct hclbspec s;
+	struct errbuf e;
+
+	svc_init(&v, NULL);
+	v.s.nul_annotations = other;
+	v.s.n_nul_annotations = 1;
+	CHECK(hclbspec_parse(&v.s, &defaults, "kubernetes", &s, &e) == 0);
+	hclbspec_free(&s);
+	v.s.nul_annotations = hc;
+	CHECK(hclbspec_parse(&v.s, &defaults, "kubernetes", &s, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "Service web/front: annotation load-balancer.hetzner.cloud/location "
+	    "holds a NUL character, which bootccm cannot read");
+}
+
 TEST(private_targets_need_a_network)
 {
 	struct hclbspec_defaults none = { .location = "fsn1" };

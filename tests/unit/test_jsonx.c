@@ -260,6 +260,19 @@ TEST(getters_absent_null_and_types)
 	CHECK_STR(e.msg, "i: expected a string");
 	CHECK(jsonx_str(o, "metadata", "nul", 0, &s, NULL, &e) == ERR_INVALID);
 	CHECK_STR(e.msg, "metadata.nul: holds a NUL character");
+	/* the length is kept: the NUL is in the string, not its end */
+	CHECK(json_object_object_get_ex(o, "nul", &v) && json_object_get_string_len(v) == 3);
+	/* free text with a NUL reads as absent, flagged, where the caller allows it */
+	b = 0;
+	CHECK(jsonx_str_nul(o, "metadata", "nul", &s, &b, &e) == 0);
+	CHECK(s == NULL && b == 1);
+	CHECK(jsonx_str_nul(o, "metadata", "s", &s, &b, &e) == 0);
+	CHECK_STR(s, "x");
+	CHECK(b == 0);
+	CHECK(jsonx_str_nul(o, "metadata", "missing", &s, &b, &e) == 0);
+	CHECK(s == NULL && b == 0);
+	CHECK(jsonx_str_nul(o, "metadata", "i", &s, &b, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "metadata.i: expected a string");
 
 	CHECK(jsonx_int(o, "", "i", 0, 10, 0, &i, &e) == 0);
 	CHECK(i == 5);

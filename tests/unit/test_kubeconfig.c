@@ -303,7 +303,7 @@ TEST(load_buffer)
 	kubeconfig_free(&kc);
 	CHECK(kubeconfig_load_buffer(yaml, strlen(yaml), "mem.conf", "/nonexistent",
 	    NULL, &kc, &e) == ERR_IO);
-	CHECK_STR(e.msg, "mem.conf: clusters[0].cluster.certificate-authority: "
+	CHECK_STR(e.msg, "mem.conf:3:76: clusters[0].cluster.certificate-authority: "
 	    "/nonexistent/ca.crt: No such file or directory");
 }
 
@@ -317,20 +317,20 @@ TEST(context_errors)
 
 	CHECK(fx_fail("current-context: x\ncontexts: []\n", NULL, ERR_INVALID,
 	    &e));
-	CHECK_STR(e.msg, fx_msg(": context \"x\" not found"));
+	CHECK_STR(e.msg, fx_msg(":1:18: context \"x\" not found"));
 
 	CHECK(fx_fail("current-context: x\n"
 	    "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
 	    "clusters: [{name: d, cluster: {server: 'https://h'}}]\n",
 	    NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\" (context \"x\") not found"));
+	CHECK_STR(e.msg, fx_msg(":2:41: cluster \"c\" (context \"x\") not found"));
 
 	CHECK(fx_fail("current-context: x\n"
 	    "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
 	    "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
 	    "users: [{name: v, user: {token: " TOKEN "}}]\n",
 	    NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": user \"u\" not found"));
+	CHECK_STR(e.msg, fx_msg(":2:50: user \"u\" not found"));
 
 	CHECK(fx_fail("clusters: []\ncontexts: []\n", NULL, ERR_INVALID, &e));
 	CHECK_STR(e.msg, fx_msg(": no current-context and no --context given"));
@@ -339,16 +339,16 @@ TEST(context_errors)
 
 	CHECK(fx_fail("current-context: x\ncontexts: [{name: x, context: {}}]\n",
 	    NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": context \"x\" names no cluster"));
+	CHECK_STR(e.msg, fx_msg(":2:31: context \"x\" names no cluster"));
 	CHECK(fx_fail("current-context: x\ncontexts: [{name: x}]\n",
 	    NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": context \"x\" names no cluster"));
+	CHECK_STR(e.msg, fx_msg(":2:12: context \"x\" names no cluster"));
 
 	CHECK(fx_fail("current-context: x\n"
 	    "contexts: [{name: x, context: {cluster: c}},\n"
 	    "           {name: x, context: {cluster: d}}]\n",
 	    NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":3: contexts[1]: duplicate name \"x\""));
+	CHECK_STR(e.msg, fx_msg(":3:12: contexts[1]: duplicate name \"x\""));
 }
 
 TEST(context_without_user_is_anonymous)
@@ -490,7 +490,7 @@ TEST(missing_referenced_files)
 	fx_setup();
 	CHECK(fx_fail(fx_cluster("    server: https://h\n"
 	    "    certificate-authority: nope/ca.crt\n"), NULL, ERR_IO, &e));
-	snprintf(want, sizeof(want), "%s: clusters[0].cluster."
+	snprintf(want, sizeof(want), "%s:7:28: clusters[0].cluster."
 	    "certificate-authority: %s: No such file or directory",
 	    fx_path("config"), fx_path("nope/ca.crt"));
 	CHECK_STR(e.msg, want);
@@ -498,19 +498,19 @@ TEST(missing_referenced_files)
 	fx_write("c.crt", CERT_PEM);
 	CHECK(fx_fail(fx_user("    client-certificate: c.crt\n"
 	    "    client-key: k.key\n"), NULL, ERR_IO, &e));
-	snprintf(want, sizeof(want), "%s: users[0].user.client-key: %s: "
+	snprintf(want, sizeof(want), "%s:8:17: users[0].user.client-key: %s: "
 	    "No such file or directory", fx_path("config"), fx_path("k.key"));
 	CHECK_STR(e.msg, want);
 
 	CHECK(fx_fail(fx_user("    tokenFile: /nonexistent/token\n"), NULL,
 	    ERR_IO, &e));
-	CHECK_STR(e.msg, fx_msg(": users[0].user.tokenFile: /nonexistent/token: "
+	CHECK_STR(e.msg, fx_msg(":7:16: users[0].user.tokenFile: /nonexistent/token: "
 	    "No such file or directory"));
 
 	/* a directory is not a file */
 	CHECK(fx_fail(fx_cluster("    server: https://h\n"
 	    "    certificate-authority: /\n"), NULL, ERR_IO, &e));
-	CHECK_CONTAINS(e.msg, "Is a directory");
+	CHECK_CONTAINS(e.msg, "is a directory, not a regular file");
 }
 
 TEST(missing_and_large_kubeconfig)
@@ -557,17 +557,17 @@ TEST(invalid_base64)
 	CHECK(fx_fail(fx_user(fx_fmt("    client-certificate-data: %s\n"
 	    "    client-key-data: '!!S3CR3T-not-base64'\n", cert_b64)), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": users[0].user.client-key-data is not valid "
+	CHECK_STR(e.msg, fx_msg(":8:22: users[0].user.client-key-data is not valid "
 	    "base64"));
 
 	CHECK(fx_fail(fx_user("    client-certificate-data: S3CR3T=x\n"), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": users[0].user.client-certificate-data is not "
+	CHECK_STR(e.msg, fx_msg(":7:30: users[0].user.client-certificate-data is not "
 	    "valid base64"));
 
 	CHECK(fx_fail(fx_cluster("    server: https://h\n"
 	    "    certificate-authority-data: Q\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": clusters[0].cluster.certificate-authority-data "
+	CHECK_STR(e.msg, fx_msg(":7:33: clusters[0].cluster.certificate-authority-data "
 	    "is not valid base64"));
 }
 
@@ -579,7 +579,7 @@ TEST(not_pem)
 	CHECK(fx_fail(fx_user(fx_fmt("    client-certificate-data: %s\n"
 	    "    client-key-data: %s\n", cert_b64, notpem_b64)), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": users[0].user.client-key-data does not hold "
+	CHECK_STR(e.msg, fx_msg(":8:22: users[0].user.client-key-data does not hold "
 	    "PEM data (no \"-----BEGIN\" line after base64 decoding)"));
 
 	fx_write("key.der", NOT_PEM);
@@ -601,11 +601,11 @@ TEST(cert_and_key_go_together)
 	fx_setup();
 	CHECK(fx_fail(fx_user(fx_fmt("    client-certificate-data: %s\n",
 	    cert_b64)), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": user \"u\": client-certificate given without "
+	CHECK_STR(e.msg, fx_msg(":7:30: user \"u\": client-certificate given without "
 	    "client-key (or client-key-data)"));
 	CHECK(fx_fail(fx_user(fx_fmt("    client-key-data: %s\n", key_b64)),
 	    NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": user \"u\": client-key given without "
+	CHECK_STR(e.msg, fx_msg(":7:22: user \"u\": client-key given without "
 	    "client-certificate (or client-certificate-data)"));
 }
 
@@ -617,44 +617,44 @@ TEST(server_checks)
 	fx_setup();
 	CHECK(fx_fail(fx_cluster("    certificate-authority-data: Zm9v\n"), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\" has no server"));
+	CHECK_STR(e.msg, fx_msg(":6:5: cluster \"c\" has no server"));
 	CHECK(fx_fail(fx_cluster("    server: ''\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\" has no server"));
+	CHECK_STR(e.msg, fx_msg(":6:5: cluster \"c\" has no server"));
 	CHECK(fx_fail("current-context: x\n"
 	    "contexts: [{name: x, context: {cluster: c}}]\n"
 	    "clusters: [{name: c}]\n", NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\" has no server"));
+	CHECK_STR(e.msg, fx_msg(":3:12: cluster \"c\" has no server"));
 
 	CHECK(fx_fail(fx_cluster("    server: ftp://x\n"), NULL, ERR_INVALID,
 	    &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\": server \"ftp://x\" must be an "
+	CHECK_STR(e.msg, fx_msg(":6:13: cluster \"c\": server \"ftp://x\" must be an "
 	    "https:// URL"));
 	CHECK(fx_fail(fx_cluster("    server: api.example.com:6443\n"), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\": server \"api.example.com:6443\" "
+	CHECK_STR(e.msg, fx_msg(":6:13: cluster \"c\": server \"api.example.com:6443\" "
 	    "must be an https:// URL"));
 	CHECK(fx_fail(fx_cluster("    server: https://\n"), NULL, ERR_INVALID,
 	    &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\": server \"https://\" has no host"));
+	CHECK_STR(e.msg, fx_msg(":6:13: cluster \"c\": server \"https://\" has no host"));
 	CHECK(fx_fail(fx_cluster("    server: https://h/?x=1\n"), NULL,
 	    ERR_INVALID, &e));
 	CHECK_CONTAINS(e.msg, "must not have a query");
 	CHECK(fx_fail(fx_cluster("    server: https://admin:" PASSWORD "@h\n"),
 	    NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\": the server URL must not hold "
+	CHECK_STR(e.msg, fx_msg(":6:13: cluster \"c\": the server URL must not hold "
 	    "user information"));
 	CHECK(fx_fail(fx_cluster("    server: \"https://h\\r\\nX: y\"\n"), NULL,
 	    ERR_INVALID, &e));
 	CHECK_CONTAINS(e.msg, "space or control character");
 	CHECK(fx_fail(fx_cluster("    server: \"https://h\\0.evil\"\n"), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":6: clusters[0].cluster.server: expected a "
+	CHECK_STR(e.msg, fx_msg(":6:13: clusters[0].cluster.server: expected a "
 	    "string without NUL bytes"));
 
 	/* ports in 1..65535, nothing else after the colon */
 	CHECK(fx_fail(fx_cluster("    server: https://127.0.0.1:99999\n"), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\": server \"https://127.0.0.1:99999\": "
+	CHECK_STR(e.msg, fx_msg(":6:13: cluster \"c\": server \"https://127.0.0.1:99999\": "
 	    "port \"99999\" is not a number in 1..65535"));
 	CHECK(fx_fail(fx_cluster("    server: https://h:0/x\n"), NULL, ERR_INVALID, &e));
 	CHECK_CONTAINS(e.msg, "port \"0\"");
@@ -726,7 +726,7 @@ TEST(credentials_never_over_plain_http)
 
 	fx_setup();
 	CHECK(fx_fail(fx_http_user("    token: " TOKEN "\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": server \"http://127.0.0.1:8080\" is plain HTTP: the "
+	CHECK_STR(e.msg, fx_msg(":3:40: server \"http://127.0.0.1:8080\" is plain HTTP: the "
 	    "credentials in users[0].user.token (user \"u\") would go out in clear; "
 	    "they are sent only over verified TLS: use an https:// server"));
 	fx_write("token", TOKEN "\n");
@@ -783,24 +783,24 @@ TEST(insecure_skip_tls_verify)
 	/* a quoted "true" is a string, as client-go's decoder sees it */
 	CHECK(fx_fail(fx_cluster("    server: https://h\n"
 	    "    insecure-skip-tls-verify: \"true\"\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":7: clusters[0].cluster.insecure-skip-tls-verify"
+	CHECK_STR(e.msg, fx_msg(":7:31: clusters[0].cluster.insecure-skip-tls-verify"
 	    ": expected a boolean (true or false)"));
 	CHECK(fx_fail(fx_cluster("    server: https://h\n"
 	    "    disable-compression: [1]\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":7: clusters[0].cluster.disable-compression"
+	CHECK_STR(e.msg, fx_msg(":7:26: clusters[0].cluster.disable-compression"
 	    ": expected a boolean (true or false)"));
 
 	CHECK(fx_fail(fx_cluster(fx_fmt("    server: https://h\n"
 	    "    insecure-skip-tls-verify: true\n"
 	    "    certificate-authority-data: %s\n", ca_b64)), NULL, ERR_INVALID,
 	    &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\": specifying a root certificates "
+	CHECK_STR(e.msg, fx_msg(":7:31: cluster \"c\": specifying a root certificates "
 	    "file with the insecure flag is not allowed"));
 	fx_write("ca.crt", CA_PEM);
 	CHECK(fx_fail(fx_cluster("    server: https://h\n"
 	    "    insecure-skip-tls-verify: yes\n"
 	    "    certificate-authority: ca.crt\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(": cluster \"c\": specifying a root certificates "
+	CHECK_STR(e.msg, fx_msg(":7:31: cluster \"c\": specifying a root certificates "
 	    "file with the insecure flag is not allowed"));
 }
 
@@ -812,7 +812,7 @@ TEST(proxy_url_unsupported)
 	fx_setup();
 	CHECK(fx_fail(fx_cluster("    server: https://h\n"
 	    "    proxy-url: http://proxy:3128\n"), NULL, ERR_UNSUPPORTED, &e));
-	CHECK_STR(e.msg, fx_msg(": clusters[0].cluster.proxy-url: proxies are "
+	CHECK_STR(e.msg, fx_msg(":7:16: clusters[0].cluster.proxy-url: proxies are "
 	    "not supported; bootccm connects to the server directly"));
 	CHECK(fx_load(fx_cluster("    server: https://h\n"
 	    "    proxy-url: ''\n"), NULL, &kc, &e) == 0);
@@ -828,27 +828,27 @@ TEST(unsupported_auth)
 	    "      apiVersion: client.authentication.k8s.io/v1\n"
 	    "      command: aws\n"
 	    "      args: [eks, get-token]\n"), NULL, ERR_UNSUPPORTED, &e));
-	CHECK_STR(e.msg, fx_msg(": user \"u\": exec credential plugins are not "
+	CHECK_STR(e.msg, fx_msg(":8:7: user \"u\": exec credential plugins are not "
 	    "supported; use a client certificate or token"));
 	CHECK(fx_fail(fx_user("    auth-provider:\n"
 	    "      name: oidc\n"
 	    "      config: {id-token: S3CR3T}\n"), NULL, ERR_UNSUPPORTED, &e));
-	CHECK_STR(e.msg, fx_msg(": user \"u\": auth-provider plugins are not "
+	CHECK_STR(e.msg, fx_msg(":8:7: user \"u\": auth-provider plugins are not "
 	    "supported; use a client certificate or token"));
 	CHECK(fx_fail(fx_user("    username: admin\n"
 	    "    password: " PASSWORD "\n"), NULL, ERR_UNSUPPORTED, &e));
-	CHECK_STR(e.msg, fx_msg(": user \"u\": basic authentication is not "
+	CHECK_STR(e.msg, fx_msg(":7:15: user \"u\": basic authentication is not "
 	    "supported; use a client certificate or token"));
 	CHECK(fx_fail(fx_user("    password: " PASSWORD "\n"), NULL,
 	    ERR_UNSUPPORTED, &e));
 	CHECK_CONTAINS(e.msg, "basic authentication is not supported");
 	CHECK(fx_fail(fx_user("    token: " TOKEN "\n    as: someone\n"), NULL,
 	    ERR_UNSUPPORTED, &e));
-	CHECK_STR(e.msg, fx_msg(": user \"u\": impersonation (as) is not "
+	CHECK_STR(e.msg, fx_msg(":8:9: user \"u\": impersonation (as) is not "
 	    "supported"));
 	CHECK(fx_fail(fx_user("    token: " TOKEN "\n    as-groups: [a]\n"), NULL,
 	    ERR_UNSUPPORTED, &e));
-	CHECK_STR(e.msg, fx_msg(": user \"u\": impersonation (as-groups) is not "
+	CHECK_STR(e.msg, fx_msg(":8:16: user \"u\": impersonation (as-groups) is not "
 	    "supported"));
 	CHECK(fx_fail(fx_user("    token: " TOKEN "\n"
 	    "    as-user-extra: {k: [v]}\n"), NULL, ERR_UNSUPPORTED, &e));
@@ -901,17 +901,17 @@ TEST(bad_tokens)
 	fx_setup();
 	CHECK(fx_fail(fx_user("    token: \"S3CR3T\\r\\nX-Evil: 1\"\n"), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":7: users[0].user.token: holds whitespace or "
+	CHECK_STR(e.msg, fx_msg(":7:12: users[0].user.token: holds whitespace or "
 	    "control characters"));
 	fx_write("token", "S3CR3T\nsecond line\n");
 	CHECK(fx_fail(fx_user("    tokenFile: token\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(fx_fmt(": users[0].user.tokenFile: %s: the token "
+	CHECK_STR(e.msg, fx_msg(fx_fmt(":7:16: users[0].user.tokenFile: %s: the token "
 	    "holds whitespace or control characters", fx_path("token"))));
 	fx_write("token", " \n\t\n");
 	CHECK(fx_fail(fx_user("    tokenFile: token\n"), NULL, ERR_INVALID, &e));
 	CHECK_CONTAINS(e.msg, "the token file is empty");
 	CHECK(fx_fail(fx_user("    token: [S3CR3T]\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":7: users[0].user.token: expected a string"));
+	CHECK_STR(e.msg, fx_msg(":7:12: users[0].user.token: expected a string"));
 }
 
 TEST(token_file_rotation)
@@ -1092,44 +1092,44 @@ TEST(wrong_types)
 	    "    disable-compression: false\n"
 	    "    extensions: []\n"
 	    "    server: {host: h}\n", NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":12: clusters[0].cluster.server: expected a "
+	CHECK_STR(e.msg, fx_msg(":12:13: clusters[0].cluster.server: expected a "
 	    "string"));
 
 	CHECK(fx_fail("current-context: [x]\n", NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":1: current-context: expected a string"));
+	CHECK_STR(e.msg, fx_msg(":1:18: current-context: expected a string"));
 	CHECK(fx_fail("current-context: x\ncontexts: {x: y}\n", NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":2: contexts: expected a list"));
+	CHECK_STR(e.msg, fx_msg(":2:11: contexts: expected a list"));
 	CHECK(fx_fail("current-context: x\ncontexts: [x]\n", NULL, ERR_INVALID,
 	    &e));
-	CHECK_STR(e.msg, fx_msg(":2: contexts[0]: expected a map"));
+	CHECK_STR(e.msg, fx_msg(":2:12: contexts[0]: expected a map"));
 	CHECK(fx_fail("current-context: x\ncontexts: [{name: [x]}]\n", NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":2: contexts[0].name: expected a string"));
+	CHECK_STR(e.msg, fx_msg(":2:19: contexts[0].name: expected a string"));
 	CHECK(fx_fail("current-context: x\ncontexts: [{name: x, context: c}]\n",
 	    NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":2: contexts[0].context: expected a map"));
+	CHECK_STR(e.msg, fx_msg(":2:31: contexts[0].context: expected a map"));
 	CHECK(fx_fail("current-context: x\n"
 	    "contexts: [{name: x, context: {cluster: {a: b}}}]\n", NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":2: contexts[0].context.cluster: expected a "
+	CHECK_STR(e.msg, fx_msg(":2:41: contexts[0].context.cluster: expected a "
 	    "string"));
 	CHECK(fx_fail(fx_cluster("    server: https://h\n"
 	    "    tls-server-name: [a, b]\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":7: clusters[0].cluster.tls-server-name: "
+	CHECK_STR(e.msg, fx_msg(":7:22: clusters[0].cluster.tls-server-name: "
 	    "expected a string"));
 	CHECK(fx_fail(fx_user("    client-key-data: {a: b}\n"), NULL,
 	    ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":7: users[0].user.client-key-data: expected a "
+	CHECK_STR(e.msg, fx_msg(":7:22: users[0].user.client-key-data: expected a "
 	    "string"));
 	CHECK(fx_fail(fx_user("    tokenFile: [a]\n"), NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":7: users[0].user.tokenFile: expected a "
+	CHECK_STR(e.msg, fx_msg(":7:16: users[0].user.tokenFile: expected a "
 	    "string"));
 	CHECK(fx_fail("current-context: x\n"
 	    "contexts: [{name: x, context: {cluster: c, user: u}}]\n"
 	    "clusters: [{name: c, cluster: {server: 'https://h'}}]\n"
 	    "users: [{name: u, user: [token]}]\n", NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":4: users[0].user: expected a map"));
+	CHECK_STR(e.msg, fx_msg(":4:25: users[0].user: expected a map"));
 }
 
 TEST(plain_scalars_as_strings)
@@ -1165,7 +1165,7 @@ TEST(broken_yaml)
 	    &e));
 	CHECK_CONTAINS(e.msg, "while scanning a quoted scalar at 1:18");
 	CHECK(fx_fail("- a\n- b\n", NULL, ERR_INVALID, &e));
-	CHECK_STR(e.msg, fx_msg(":1: expected a map at the top level (with "
+	CHECK_STR(e.msg, fx_msg(":1:1: expected a map at the top level (with "
 	    "clusters, users, contexts)"));
 	CHECK(fx_fail("just a string\n", NULL, ERR_INVALID, &e));
 	CHECK_CONTAINS(e.msg, "expected a map at the top level");
@@ -1346,6 +1346,51 @@ TEST(free_wipes_and_zeroes)
 	kubeconfig_free(&kc);
 	CHECK(kc.token == NULL && kc.server == NULL && kc.source == NULL);
 	kubeconfig_free(NULL);
+}
+
+/* Every error about a field of the file names where it is, FILE:LINE:COL;
+ * only the file as a whole (empty, no current context) goes without. */
+TEST(field_errors_name_line_and_column)
+{
+	static const char *const bodies[] = {
+		"    client-certificate-data: '!!'\n    client-key-data: '!!'\n",
+		"    client-certificate: /nonexistent/c.crt\n    client-key: k\n",
+		"    exec: {command: x}\n",
+		"    username: u\n",
+		"    as: admin\n",
+		"    token: [x]\n",
+		"    tokenFile: /nonexistent/token\n",
+	};
+	static const char *const clusters[] = {
+		"    insecure-skip-tls-verify: true\n    certificate-authority-data: Zm9v\n",
+		"    server: ftp://x\n",
+		"    server: https://h\n    proxy-url: http://p\n",
+		"    server: https://h\n    certificate-authority: /nonexistent/ca\n",
+		"    tls-server-name: x\n",
+	};
+	char prefix[300];
+	struct errbuf e;
+
+	fx_setup();
+	snprintf(prefix, sizeof(prefix), "%s:", fx_path("config"));
+	for (size_t i = 0; i < sizeof(bodies) / sizeof(bodies[0]) +
+	    sizeof(clusters) / sizeof(clusters[0]); i++) {
+		const char *yaml = i < sizeof(bodies) / sizeof(bodies[0]) ? fx_user(bodies[i]) :
+		    fx_cluster(clusters[i - sizeof(bodies) / sizeof(bodies[0])]);
+		struct kubeconfig kc;
+		const char *p;
+		int line = 0, col = 0, n = 0;
+
+		e.msg[0] = '\0';
+		CHECK(fx_load(yaml, NULL, &kc, &e) < 0);
+		CHECK(strncmp(e.msg, prefix, strlen(prefix)) == 0);
+		p = e.msg + strlen(prefix);
+		if (sscanf(p, "%d:%d: %n", &line, &col, &n) != 2 || n == 0 || line < 1 ||
+		    col < 1) {
+			fprintf(stderr, "  case %zu: no LINE:COL in \"%s\"\n", i, e.msg);
+			CHECK(0);
+		}
+	}
 }
 
 TEST_MAIN()

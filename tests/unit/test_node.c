@@ -239,8 +239,12 @@ t_same(const struct kube_node *a, const struct kube_node *b)
 	    a->network_unavailable != b->network_unavailable ||
 	    !t_same_str(a->network_unavailable_reason, b->network_unavailable_reason) ||
 	    a->creation_timestamp != b->creation_timestamp ||
-	    a->deletion_timestamp != b->deletion_timestamp)
+	    a->deletion_timestamp != b->deletion_timestamp ||
+	    a->provider_id_nul != b->provider_id_nul || a->nnul_annotations != b->nnul_annotations)
 		return 0;
+	for (size_t i = 0; i < a->nnul_annotations; i++)
+		if (!t_same_str(a->nul_annotations[i], b->nul_annotations[i]))
+			return 0;
 	for (size_t i = 0; i < a->nlabels; i++)
 		if (!t_same_str(a->labels[i].key, b->labels[i].key) ||
 		    !t_same_str(a->labels[i].value, b->labels[i].value))
@@ -276,6 +280,12 @@ TEST(kept_fields_decode_the_same)
 		"{\"metadata\":{\"name\":\"n\"},\"status\":{\"conditions\":["
 		"{\"type\":\"NetworkUnavailable\",\"status\":\"False\",\"reason\":"
 		"\"CalicoIsUp\",\"message\":\"m\"},{\"type\":\"X\"}]}}",
+		/* NULs where the API server allows them */
+		"{\"metadata\":{\"name\":\"n\",\"annotations\":{\"a\":\"x\\u0000\",\"b\":\"y\"}},"
+		"\"spec\":{\"providerID\":\"metal://\\u0000\"},\"status\":{\"addresses\":["
+		"{\"type\":\"Hostname\",\"address\":\"\\u0000\"},{\"type\":\"InternalIP\","
+		"\"address\":\"10.0.0.9\"}],\"conditions\":[{\"type\":\"NetworkUnavailable\","
+		"\"status\":\"True\",\"reason\":\"\\u0000\"}]}}",
 		/* keys written with escapes are read either way */
 		"{\"met\\u0061data\":{\"name\":\"n\",\"l\\u0061bels\":{\"a\":\"b\"}},"
 		"\"spec\":{\"t\\u0061ints\":[{\"key\":\"k\",\"effect\":\"NoSchedule\"}]}}",
@@ -309,6 +319,56 @@ TEST(kept_fields_decode_the_same)
 		CHECK_STR(e2.msg, e.msg);
 		CHECK(b == NULL);
 	}
+}
+
+/* A NUL in spec.providerID or an annotation's value is legal: the Node
+ * decodes with the field left out and flagged, so the node controller can
+ * post an Event naming it, where before the Node was refused whole and never
+ * seen. */
+TEST(nul_in_provider_id_and_annotation)
+{
+	const struct kube_node *n;
+	struct errbuf e = { "" };
+
+	CHECK(t_decode("{\"metadata\":{\"name\":\"w1\",\"annotations\":{"
+	    "\"alpha.kubernetes.io/provided-node-ip\":\"10.0.0.1\\u0000\",\"k\":\"v\"}},"
+	    "\"spec\":{\"providerID\":\"metal://a\\u0000b\",\"taints\":[{\"key\":\"t\","
+	    "\"effect\":\"NoSchedule\"}]}}", &n, &e) == 0);
+	CHECK_STR(n->name, "w1");
+	CHECK(n->provider_id == NULL && n->provider_id_nul == 1);
+	CHECK(n->nannotations == 1);
+	CHECK_STR(n->annotations[0].key, "k");
+	CHECK(n->nnul_annotations == 1);
+	CHECK_STR(n->nul_annotations[0], "alpha.kubernetes.io/provided-node-ip");
+	CHECK(n->ntaints == 1);
+	store_obj_unref(&n->obj);
+
+	CHECK(t_decode("{\"metadata\":{\"name\":\"w2\"},\"spec\":{\"providerID\":\"metal://x\"}}",
+	    &n, &e) == 0);
+	CHECK_STR(n->provider_id, "metal://x");
+	CHECK(n->provider_id_nul == 0 && n->nnul_annotations == 0);
+	store_obj_unref(&n->obj);
+
+	/* an address with a NUL is left out, the others kept */
+	CHECK(t_decode("{\"metadata\":{\"name\":\"w5\"},\"status\":{\"addresses\":["
+	    "{\"type\":\"InternalIP\",\"address\":\"10.0.0.1\\u0000\"},"
+	    "{\"type\":\"InternalIP\",\"address\":\"10.0.0.2\"}]}}", &n, &e) == 0);
+	CHECK(n->naddresses == 1);
+	CHECK_STR(n->addresses[0].address, "10.0.0.2");
+	store_obj_unref(&n->obj);
+
+	/* a NetworkUnavailable reason with a NUL reads as absent */
+	CHECK(t_decode("{\"metadata\":{\"name\":\"w4\"},\"status\":{\"conditions\":[{"
+	    "\"type\":\"NetworkUnavailable\",\"status\":\"True\",\"reason\":\"Cni\\u0000\"}]}}",
+	    &n, &e) == 0);
+	CHECK(n->network_unavailable == KUBE_NODE_READY_TRUE);
+	CHECK(n->network_unavailable_reason == NULL);
+	store_obj_unref(&n->obj);
+
+	/* labels are validated by the API server: a NUL there is refused */
+	CHECK(t_decode("{\"metadata\":{\"name\":\"w3\",\"labels\":{\"k\":\"\\u0000\"}}}",
+	    &n, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "node \"w3\": metadata.labels[\"k\"]: holds a NUL character");
 }
 
 TEST(decode_obj_for_reflector)

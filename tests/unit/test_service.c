@@ -120,6 +120,44 @@ TEST(cluster_ip_and_nulls)
 	store_obj_unref(&s->obj);
 }
 
+/* An annotation's value may hold a NUL (JSON and Go strings do): the
+ * Service decodes, the annotation is left out of the map and named in
+ * nul_annotations, so the controller still serves and cleans it up, and a
+ * provider that reads that key refuses it naming the annotation. Before, the
+ * whole Service was "expected a string" and invisible. */
+TEST(nul_in_an_annotation)
+{
+	const struct kube_service *s;
+	struct errbuf e = { "" };
+
+	CHECK(t_decode("{\"metadata\":{\"name\":\"web\",\"namespace\":\"shop\","
+	    "\"annotations\":{\"example.com/note\":\"a\\u0000b\",\"bootccm.io/pool\":\"blue\","
+	    "\"example.com/tail\":\"\\u0000\"},\"deletionTimestamp\":\"2024-05-01T10:00:00Z\","
+	    "\"finalizers\":[\"service.kubernetes.io/load-balancer-cleanup\"]},"
+	    "\"spec\":{\"type\":\"LoadBalancer\"}}", &s, &e) == 0);
+	CHECK_STR(s->obj.key, "shop/web");
+	CHECK(s->nannotations == 1);
+	CHECK_STR(kube_service_annotation(s, "bootccm.io/pool"), "blue");
+	CHECK(kube_service_annotation(s, "example.com/note") == NULL);
+	CHECK(s->nnul_annotations == 2);
+	CHECK_STR(s->nul_annotations[0], "example.com/note");
+	CHECK_STR(s->nul_annotations[1], "example.com/tail");
+	CHECK(s->deletion_timestamp != 0);
+	CHECK(kube_service_has_finalizer(s, "service.kubernetes.io/load-balancer-cleanup"));
+	CHECK_STR(s->type, "LoadBalancer");
+	store_obj_unref(&s->obj);
+
+	/* only NULs: an empty map */
+	CHECK(t_decode("{\"metadata\":{\"name\":\"web\",\"namespace\":\"shop\","
+	    "\"annotations\":{\"example.com/note\":\"\\u0000\"}}}", &s, &e) == 0);
+	CHECK(s->nannotations == 0 && s->annotations == NULL);
+	CHECK(s->nnul_annotations == 1);
+	store_obj_unref(&s->obj);
+	CHECK(t_decode(LB_SERVICE, &s, &e) == 0);
+	CHECK(s->nnul_annotations == 0 && s->nul_annotations == NULL);
+	store_obj_unref(&s->obj);
+}
+
 TEST(broken)
 {
 	static const struct {
@@ -152,6 +190,13 @@ TEST(broken)
 		  "service \"b/a\": status.loadBalancer.ingress[0].ip: expected a string" },
 		{ "{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"},\"status\":{\"loadBalancer\":[]}}",
 		  "service \"b/a\": status.loadBalancer: expected an object" },
+		/* the API server validates these: a NUL in one is no Service of its */
+		{ "{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"},\"spec\":{\"type\":"
+		  "\"Load\\u0000Balancer\"}}",
+		  "service \"b/a\": spec.type: holds a NUL character" },
+		{ "{\"metadata\":{\"name\":\"a\",\"namespace\":\"b\"},\"spec\":{\"selector\":"
+		  "{\"app\":\"w\\u0000\"}}}",
+		  "service \"b/a\": spec.selector[\"app\"]: holds a NUL character" },
 	};
 	const struct kube_service *s = NULL;
 	struct errbuf e;

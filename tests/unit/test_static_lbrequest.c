@@ -298,4 +298,28 @@ TEST(holdings_ports_policy_and_selector)
 	lbrequest_free(&r2);
 }
 
+/* An annotation left out for a NUL: the request is refused naming it when
+ * it is one the static provider reads (addresses, pool, sharing key), and
+ * built as usual (its key and holdings filled) when it is not. */
+TEST(nul_annotations)
+{
+	static const char *const read[] = { "metallb.io/address-pool" };
+	static const char *const unread[] = { "example.com/note" };
+	struct tsvc t;
+	struct lbrequest r;
+	struct errbuf e;
+
+	tsvc_init(&t);
+	t.s.nul_annotations = unread;
+	t.s.n_nul_annotations = 1;
+	CHECK(build(&t, 0, &r, &e) == 0);
+	lbrequest_free(&r);
+	t.s.nul_annotations = read;
+	CHECK(build(&t, 0, &r, &e) == ERR_INVALID);
+	CHECK_STR(e.msg, "Service web/front: annotation metallb.io/address-pool holds a NUL "
+	    "character, which bootccm cannot read");
+	CHECK_STR(r.key, "web/front");
+	lbrequest_free(&r);
+}
+
 TEST_MAIN()

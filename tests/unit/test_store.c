@@ -294,7 +294,7 @@ t_fill_json(struct store_bld *b, struct store_obj *o, const void *src, struct er
 	if ((r = store_json_str(b, j, "spec", "s", &t->s, e)) < 0 ||
 	    (r = jsonx_int(j, "spec", "i", 0, 65535, 0, &t->i, e)) < 0 ||
 	    (r = jsonx_time(j, "spec", "t", 0, &t->t, e)) < 0 ||
-	    (r = store_json_kv(b, j, "spec", "kv", &t->kv, &t->nkv, e)) < 0 ||
+	    (r = store_json_kv(b, j, "spec", "kv", &t->kv, &t->nkv, NULL, NULL, e)) < 0 ||
 	    (r = store_json_strs(b, j, "spec", "strs", &t->strs, &t->nstrs, e)) < 0)
 		return r;
 	return 0;
