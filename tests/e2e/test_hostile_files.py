@@ -108,10 +108,12 @@ def test_fifo_as_the_serving_certificate_or_key(api, tmp, which):
     path = fifo(os.path.join(tmp, "serving.pem"))
     files = {"--tls-cert-file": other, "--tls-private-key-file": other}
     files[which] = path
-    refused(["--kubeconfig", ccm_kubeconfig(api, tmp), "--node-name=cp-1",
+    args = (["--kubeconfig", ccm_kubeconfig(api, tmp), "--node-name=cp-1",
              "--leader-elect=false", "--bind-address=127.0.0.1",
              "--secure-port=%d" % free_port()] +
-            ["%s=%s" % kv for kv in files.items()], 1, path)
+            ["%s=%s" % kv for kv in files.items()])
+    refused(args + ["--validate"], 2, path)
+    refused(args, 1, path)
 
 
 def stops_at_once(d):
@@ -160,6 +162,8 @@ def test_hcloud_token_file_a_fifo_at_start_and_at_run_time(api, hc, tmp, daemon)
     servers_and_nodes(api, hc, 1)
     token = fifo(os.path.join(tmp, "token"))
     args = hcloud_args(api, hc, tmp, token=False)
+    # --validate reads the token file (the daemon would start and wait)
+    refused(args + ["--validate"], 2, token)
     d = daemon(args + ["-v=2"])
     d.wait_for("tokenFile %s: %s" % (token, FIFO_SAYS), timeout=15)
     stops_at_once(d)
