@@ -9,7 +9,10 @@ on the way out is one short attempt.
 (b) The API server answering, the Hetzner Cloud API black-holed: the node
     controller's provider requests hang (a minute's request timeout).
 (c) The API server black-holed after start, while bootccm leads: the
-    Lease renewal hangs, and so would the release."""
+    Lease renewal hangs, and so would the release.
+(d) The Hetzner Cloud API black-holed and the local node initialized from
+    the metadata service: the provider's call for it, abandoned when the
+    metadata service answered first, still hangs and is ended by the stop."""
 
 import os
 import signal
@@ -17,8 +20,9 @@ import time
 
 from conftest import wait_until
 from rawserver import RawServer
-from test_bootstrap import ccm_kubeconfig, load_rbac, register
-from test_hcloud import hc, hcloud_args, servers_and_nodes  # noqa: F401
+from test_bootstrap import ccm_kubeconfig, load_rbac, register, wait_initialized
+from test_hcloud import (MD_SERVER_ID, hc, hcloud_args, mdserver,  # noqa: F401
+                         servers_and_nodes)
 from test_startup import anonymous_kubeconfig
 
 # The goal is 5 s from SIGTERM to the exit on a busy machine; before, the
@@ -81,3 +85,24 @@ def test_api_server_black_holed_after_start(api, tmp, daemon):
                timeout=20, what="a Lease renewal in flight")
     _, out = sigterm(d, "API server black-holed after start")
     assert "Failed to release lock" in out
+
+
+def test_cloud_api_black_holed_after_the_local_node_initialized(api, hc, tmp, daemon):  # noqa: F811
+    net = hc.add_network(name="k8s", ip_range="10.0.0.0/8")
+    hc.add_server(name="cp-1", id=MD_SERVER_ID,
+                  private_net=[{"network": net["id"], "ip": "10.0.0.2"}],
+                  public_ipv4="203.0.113.10")
+    register(api, "cp-1", control_plane=True)
+    fid = hc.inject_fault(path="/v1/*", count=None, delay=3600)
+    md = mdserver.FakeMetadata("hetzner").start()
+    try:
+        d = daemon(hcloud_args(api, hc, tmp, md=md, request_timeout="60s"))
+        node = wait_initialized(api, "cp-1", timeout=20)
+        assert node["spec"]["providerID"] == "hcloud://%d" % MD_SERVER_ID
+        # the provider's call for the local node is in flight (it may reach
+        # the fake after the metadata service answered)
+        wait_until(lambda: [f for f in hc.faults() if f["id"] == fid][0]["hits"] >= 1,
+                   timeout=20, what="the provider's request in flight")
+        sigterm(d, "cloud API black-holed, local node initialized from metadata")
+    finally:
+        md.stop()
