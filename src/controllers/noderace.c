@@ -11,32 +11,45 @@
 #include "controllers/nodeview.h"
 #include "xalloc.h"
 
-struct noderace {
-	struct noderace_config cfg;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;              /* the provider call ended, or canceled */
+struct noderace;
+
+/* One of the two sources and its call: at most one outstanding. */
+struct noderace_leg {
+	struct noderace *rc;
+	const struct cloud_provider *p;
+	void *state;
 	pthread_t thread;
 	int joinable;                   /* thread was started and not joined yet */
-	int running;                    /* the provider call is outstanding */
-	int canceled;
-	unsigned long calls;            /* provider calls started */
+	int running;                    /* the call is outstanding */
+	unsigned long calls;            /* calls started */
 	int64_t started_ns;             /* when the outstanding call started */
 	const struct kube_node *node;   /* the call's Node: the thread's reference */
 	/* the last call's answer, once it ended (running 0) */
 	int r;
 	struct cloud_instance_metadata m;
 	struct errbuf e;
-	/* the fallback's answer that won while the call ran: to compare */
+};
+
+struct noderace {
+	struct noderace_config cfg;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;              /* a call ended, or canceled */
+	struct noderace_leg prov, fb;
+	int canceled;
+	/* the fallback's answer that won while the provider's call ran: to
+	 * compare with the provider's when it ends */
 	int compare;
 	struct cloud_instance_metadata won;
 };
 
-/* noderace_call is the provider call's thread: it asks, keeps the answer
- * in rc, and tells the late callback when the fallback has won meanwhile. */
+/* noderace_call is a leg's thread: it asks, keeps the answer in the leg,
+ * and for the provider's call tells the late callback when the fallback
+ * has won meanwhile. */
 static void *
 noderace_call(void *arg)
 {
-	struct noderace *rc = arg;
+	struct noderace_leg *leg = arg;
+	struct noderace *rc = leg->rc;
 	struct cloud_instance_metadata *m = xcalloc(1, sizeof(*m)), *won = NULL;
 	const struct kube_node *n;
 	struct errbuf e = { "" };
@@ -44,20 +57,20 @@ noderace_call(void *arg)
 	int r;
 
 	pthread_mutex_lock(&rc->mu);
-	n = rc->node;
-	rc->node = NULL;
+	n = leg->node;
+	leg->node = NULL;
 	pthread_mutex_unlock(&rc->mu);
 	nodeview_init(&v, n);
-	r = rc->cfg.provider->instances->metadata(rc->cfg.provider_state, &v.node, m, &e);
+	r = leg->p->instances->metadata(leg->state, &v.node, m, &e);
 	nodeview_free(&v);
 
 	pthread_mutex_lock(&rc->mu);
-	rc->r = r;
+	leg->r = r;
 	if (r == 0)
-		rc->m = *m;
-	rc->e = e;
-	rc->running = 0;
-	if (rc->compare) {
+		leg->m = *m;
+	leg->e = e;
+	leg->running = 0;
+	if (leg == &rc->prov && rc->compare) {
 		won = xmalloc(sizeof(*won));
 		*won = rc->won;
 		rc->compare = 0;
@@ -72,30 +85,50 @@ noderace_call(void *arg)
 	return NULL;
 }
 
-/* noderace_start starts a provider call about n unless one is running
+/* noderace_start starts a leg's call about n unless one is running
  * (rc->mu held). The thread of an ended call is joined first: it has
  * nothing left to do but its late callback. */
 static void
-noderace_start(struct noderace *rc, const struct kube_node *n)
+noderace_start(struct noderace_leg *leg, const struct kube_node *n)
 {
-	if (rc->running)
+	if (leg->running)
 		return;
-	if (rc->joinable)
-		pthread_join(rc->thread, NULL);
-	rc->joinable = 0;
-	rc->node = kube_node_of(store_obj_ref(&n->obj));
-	rc->running = 1;
-	rc->started_ns = clock_mono_ns();
-	rc->calls++;
-	if (pthread_create(&rc->thread, NULL, noderace_call, rc) != 0) {
+	if (leg->joinable)
+		pthread_join(leg->thread, NULL);
+	leg->joinable = 0;
+	leg->node = kube_node_of(store_obj_ref(&n->obj));
+	leg->running = 1;
+	leg->started_ns = clock_mono_ns();
+	leg->calls++;
+	if (pthread_create(&leg->thread, NULL, noderace_call, leg) != 0) {
 		store_obj_unref(&n->obj);
-		rc->node = NULL;
-		rc->running = 0;
-		rc->r = errbuf_set(&rc->e, ERR_INTERNAL, "cannot start a thread for the "
-		    "provider's call");
+		leg->node = NULL;
+		leg->running = 0;
+		leg->r = errbuf_set(&leg->e, ERR_INTERNAL, "cannot start a thread for the "
+		    "%s call", leg->p->name);
 		return;
 	}
-	rc->joinable = 1;
+	leg->joinable = 1;
+}
+
+/* noderace_verdict is a leg's outcome for this round (rc->mu held): 1 a
+ * valid answer, 0 still running, -1 failed or an answer that cannot
+ * initialize n (the reason in the leg's e). */
+static int
+noderace_verdict(struct noderace *rc, struct noderace_leg *leg, const struct kube_node *n,
+    const char *what)
+{
+	int r;
+
+	if (leg->running)
+		return 0;
+	if (leg->r < 0)
+		return -1;
+	if ((r = rc->cfg.valid(n, &leg->m, &leg->e)) < 0) {
+		leg->r = errbuf_prefix(&leg->e, r, "%s", what);
+		return -1;
+	}
+	return 1;
 }
 
 struct noderace *
@@ -104,6 +137,11 @@ noderace_new(const struct noderace_config *cfg)
 	struct noderace *rc = xcalloc(1, sizeof(*rc));
 
 	rc->cfg = *cfg;
+	rc->prov.rc = rc->fb.rc = rc;
+	rc->prov.p = cfg->provider;
+	rc->prov.state = cfg->provider_state;
+	rc->fb.p = cfg->fallback;
+	rc->fb.state = cfg->fallback_state;
 	pthread_mutex_init(&rc->mu, NULL);
 	pthread_cond_init(&rc->cv, NULL);
 	return rc;
@@ -114,76 +152,59 @@ noderace_ask(struct noderace *rc, const struct kube_node *n,
     struct cloud_instance_metadata *ret, int *ret_fallback, char *why, size_t why_len,
     struct errbuf *e)
 {
-	struct cloud_instance_metadata *fm = xcalloc(1, sizeof(*fm)), *pm = xcalloc(1, sizeof(*pm));
-	struct errbuf fe = { "" }, pe = { "" };
 	const char *pname = rc->cfg.provider->name;
-	struct nodeview v;
-	int fr, pr, r;
+	int pv, fv, r;
 
 	why[0] = '\0';
 	pthread_mutex_lock(&rc->mu);
 	if (rc->canceled) {
 		pthread_mutex_unlock(&rc->mu);
-		r = errbuf_set(e, ERR_CANCELED, "node %s: canceled", n->name);
-		goto out;
+		return errbuf_set(e, ERR_CANCELED, "node %s: canceled", n->name);
 	}
-	noderace_start(rc, n);
+	/* a leg whose call still runs (abandoned in an earlier round) is
+	 * waited on; the other asked anew */
+	noderace_start(&rc->prov, n);
+	noderace_start(&rc->fb, n);
 	rc->compare = 0;  /* this round decides what is compared */
-	pthread_mutex_unlock(&rc->mu);
-
-	/* the fallback here, meanwhile */
-	nodeview_init(&v, n);
-	fr = rc->cfg.fallback->instances->metadata(rc->cfg.fallback_state, &v.node, fm, &fe);
-	nodeview_free(&v);
-	if (fr == 0 && (fr = rc->cfg.valid(n, fm, &fe)) < 0)
-		errbuf_prefix(&fe, fr, "its answer cannot initialize the node");
-
-	pthread_mutex_lock(&rc->mu);
-	while (rc->running) {
-		if (fr == 0) {
-			/* first: the call is abandoned, its answer only compared */
-			double s = (double)(clock_mono_ns() - rc->started_ns) / NS_PER_S;
-			rc->compare = 1;
-			rc->won = *fm;
-			pthread_mutex_unlock(&rc->mu);
-			snprintf(why, why_len, "provider %s had not answered yet, %.2f s after it "
-			    "was asked", pname, s);
-			goto fallback;
-		}
+	for (;;) {
 		if (rc->canceled) {
-			pthread_mutex_unlock(&rc->mu);
 			r = errbuf_set(e, ERR_CANCELED, "node %s: canceled while waiting for "
-			    "provider %s", n->name, pname);
-			goto out;
+			    "provider %s and the metadata fallback", n->name, pname);
+			break;
+		}
+		pv = noderace_verdict(rc, &rc->prov, n, "its answer cannot initialize the node");
+		fv = noderace_verdict(rc, &rc->fb, n, "its answer cannot initialize the node");
+		if (pv == 1) {
+			/* the provider's valid answer wins, whoever came first */
+			*ret = rc->prov.m;
+			*ret_fallback = 0;
+			r = 0;
+			break;
+		}
+		if (fv == 1) {
+			if (pv == 0) {
+				/* first: the call is abandoned, its answer only compared */
+				double s = (double)(clock_mono_ns() - rc->prov.started_ns) / NS_PER_S;
+				rc->compare = 1;
+				rc->won = rc->fb.m;
+				snprintf(why, why_len, "provider %s had not answered yet, %.2f s "
+				    "after it was asked", pname, s);
+			} else {
+				snprintf(why, why_len, "provider %s: %s", pname, rc->prov.e.msg);
+			}
+			*ret = rc->fb.m;
+			*ret_fallback = 1;
+			r = 0;
+			break;
+		}
+		if (pv < 0 && fv < 0) {
+			r = errbuf_set(e, rc->prov.r, "%s; metadata fallback: %s", rc->prov.e.msg,
+			    rc->fb.e.msg);
+			break;
 		}
 		pthread_cond_wait(&rc->cv, &rc->mu);
 	}
-	pr = rc->r;
-	if (pr == 0)
-		*pm = rc->m;
-	pe = rc->e;
 	pthread_mutex_unlock(&rc->mu);
-
-	/* the provider's answer is in: it wins when valid, whoever came first */
-	if (pr == 0 && (pr = rc->cfg.valid(n, pm, &pe)) == 0) {
-		*ret = *pm;
-		*ret_fallback = 0;
-		r = 0;
-		goto out;
-	}
-	if (fr == 0) {
-		snprintf(why, why_len, "provider %s: %s", pname, pe.msg);
-		goto fallback;
-	}
-	r = errbuf_set(e, pr, "%s; metadata fallback: %s", pe.msg, fe.msg);
-	goto out;
-fallback:
-	*ret = *fm;
-	*ret_fallback = 1;
-	r = 0;
-out:
-	free(pm);
-	free(fm);
 	return r;
 }
 
@@ -202,9 +223,9 @@ noderace_provider_calls(struct noderace *rc, int *ret_running)
 	unsigned long n;
 
 	pthread_mutex_lock(&rc->mu);
-	n = rc->calls;
+	n = rc->prov.calls;
 	if (ret_running != NULL)
-		*ret_running = rc->running;
+		*ret_running = rc->prov.running;
 	pthread_mutex_unlock(&rc->mu);
 	return n;
 }
@@ -215,8 +236,10 @@ noderace_free(struct noderace *rc)
 	if (rc == NULL)
 		return;
 	noderace_cancel(rc);
-	if (rc->joinable)
-		pthread_join(rc->thread, NULL);
+	if (rc->prov.joinable)
+		pthread_join(rc->prov.thread, NULL);
+	if (rc->fb.joinable)
+		pthread_join(rc->fb.thread, NULL);
 	pthread_mutex_destroy(&rc->mu);
 	pthread_cond_destroy(&rc->cv);
 	free(rc);

@@ -1,19 +1,22 @@
 /* noderace.h - the local node's instance metadata, asked of the provider and
  * of the metadata fallback at once: the first complete, valid answer wins.
  *
- * Contract: the provider's blocking call runs on a thread of its own, the
- * fallback's on the caller's; at most one provider call is outstanding at a
- * time (a caller that finds one running waits on that one instead of
- * starting another, so a black-holed cloud never piles up threads). When
- * the fallback's answer wins while the provider's call still runs, the call
- * is abandoned: nobody waits for it, and when it ends the late callback
- * hears what it answered (to compare, never to rewrite). The call's thread
- * owns a reference to the Node it was asked about and writes only into the
- * race's own state, which lives until noderace_free has joined the thread:
- * the caller's stack is never touched once it has returned. noderace_free
- * therefore waits for the provider to give up, which it does on the stop
- * given to it in struct cloud_config; free the race before the provider's
- * state. Never logs. Out of memory is fatal. */
+ * Contract: each source's blocking call runs on a thread of its own, and
+ * the caller waits for the first valid answer: a hanging metadata service
+ * never delays a provider that answers, nor a hanging provider the metadata
+ * service. At most one call per source is outstanding at a time (a caller
+ * that finds one running waits on that one instead of starting another, so
+ * a black-holed cloud never piles up threads). When both have answered, the
+ * provider's valid answer is preferred. A call that lost is abandoned:
+ * nobody waits for it; when the provider's call ends after the fallback's
+ * answer won, the late callback hears what it answered (to compare, never
+ * to rewrite). A call's thread owns a reference to the Node it was asked
+ * about and writes only into the race's own state, which lives until
+ * noderace_free has joined the threads: the caller's stack is never touched
+ * once it has returned. noderace_free therefore waits for both sources to
+ * give up, which they do on the stop given to them in struct cloud_config;
+ * free the race before the providers' state. Never logs. Out of memory is
+ * fatal. */
 #ifndef BOOTCCM_CONTROLLERS_NODERACE_H
 #define BOOTCCM_CONTROLLERS_NODERACE_H
 
@@ -46,8 +49,8 @@ struct noderace;
 /* noderace_new copies cfg (its pointers borrowed: they outlive the race). */
 struct noderace *noderace_new(const struct noderace_config *cfg);
 
-/* noderace_ask asks the provider (or waits on its call already running)
- * and the fallback about n, and fills *ret with the first valid answer.
+/* noderace_ask asks the provider and the fallback about n (or waits on a
+ * call of theirs already running), and fills *ret with the first valid answer.
  * Returns 0 with *ret_fallback 0 (the provider's answer) or 1 (the
  * fallback's; why then says what the provider had done: not answered yet,
  * or its error); ERR_CANCELED once noderace_cancel was called; else the

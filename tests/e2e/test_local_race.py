@@ -291,3 +291,33 @@ def test_a_remote_node_waits_for_the_provider(api, tmp, hetzner_md, daemon, burn
         ev = wait_event(api, "worker-1", "Synced")
         check_event(ev, "Normal", "cloud provider API")
         assert "fallback" not in ev["message"], ev["message"]
+
+
+def test_a_provider_answering_wins_while_the_metadata_service_hangs(api, tmp, daemon,
+                                                                   burners):
+    """The race runs both ways: a metadata service that accepts and never
+    answers does not hold back the provider's answer."""
+    silent = RawServer("silent")
+    md = type("Silent", (), {"url": "http://127.0.0.1:%d" % silent.port})()
+    try:
+        with fakehcloud.FakeHcloud() as hc:
+            net = hc.add_network(name="k8s", ip_range="10.0.0.0/8")
+            s = hc.add_server(name=NODE, private_net=[{"network": net["id"],
+                                                       "ip": MD_PRIVATE_IP}],
+                              public_ipv4=MD_PUBLIC_IP)
+            register(api, NODE, control_plane=True)
+            t0 = time.monotonic()
+            d = daemon(race_args(api, tmp, md, hc.endpoint, token=hc.token))
+            node = wait_initialized(api, NODE, timeout=30)
+            took = time.monotonic() - t0
+            print("\nmetadata service black-holed: initialized from the API in %.2f s" % took)
+            assert took < RACE_BOUND_S, "%.2fs:\n%s" % (took, d.output())
+            assert node["spec"]["providerID"] == "hcloud://%d" % s["id"]
+            assert node["metadata"]["annotations"]["bootccm.io/address-source"] == \
+                "cloud-api"
+            # the metadata service was asked, and is still not answering
+            assert silent.accepted >= 1
+            ev = wait_event(api, NODE, "Synced")
+            assert "fallback" not in ev["message"], ev["message"]
+    finally:
+        silent.close()

@@ -4,8 +4,9 @@
  * the provider hangs, a second round waits on the same call (one call
  * outstanding, never more), the late answer reaches the late callback; a
  * provider failing fast loses to the fallback, an invalid fallback answer
- * waits for the provider, a provider that answered first wins, both failing
- * is an error naming both, and a cancel ends a wait. */
+ * waits for the provider, a provider that answered first wins, a provider
+ * answering wins while the fallback hangs (and a failing one waits for it),
+ * both failing is an error naming both, and a cancel ends a wait. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +26,9 @@ static int prov_r;              /* what it returns */
 static const char *prov_id;     /* its answer's providerID */
 static int prov_calls, prov_returned;
 static int fb_r;                /* what the fallback returns */
+static int fb_block;            /* the fallback's call waits for fb_release */
+static int fb_release;
+static int fb_calls, fb_returned;
 static int fb_addrs;            /* its answer has an address */
 static int fb_after_provider;   /* the fallback answers once the race has the
                                    provider's answer (fake_rc) */
@@ -37,7 +41,7 @@ fake_reset(void)
 	pthread_mutex_lock(&fake_mu);
 	prov_block = prov_release = prov_r = prov_calls = prov_returned = 0;
 	prov_id = "p://api";
-	fb_r = 0;
+	fb_r = fb_block = fb_release = fb_calls = fb_returned = 0;
 	fb_addrs = 1;
 	fb_after_provider = 0;
 	late_calls = late_r = 0;
@@ -105,11 +109,17 @@ fb_metadata(void *state, const struct cloud_node *node, struct cloud_instance_me
 	if (fb_after_provider)
 		fb_wait_provider();
 	pthread_mutex_lock(&fake_mu);
+	fb_calls++;
+	pthread_cond_broadcast(&fake_cv);
+	while (fb_block && !fb_release)
+		pthread_cond_wait(&fake_cv, &fake_mu);
 	r = fb_r;
 	if (r == 0)
 		fake_answer(ret, "p://metadata", fb_addrs, CLOUD_SOURCE_METADATA);
 	else
 		errbuf_set(e, r, "fake metadata service: nothing for %s", node->name);
+	fb_returned++;
+	pthread_cond_broadcast(&fake_cv);
 	pthread_mutex_unlock(&fake_mu);
 	return r;
 }
@@ -169,6 +179,15 @@ race(void)
 	};
 
 	return noderace_new(&cfg);
+}
+
+static void
+release_fallback(void)
+{
+	pthread_mutex_lock(&fake_mu);
+	fb_release = 1;
+	pthread_cond_broadcast(&fake_cv);
+	pthread_mutex_unlock(&fake_mu);
 }
 
 static void
@@ -385,6 +404,46 @@ TEST(a_cancel_ends_a_wait_for_the_provider)
 	release_provider();
 	asker_free(a);
 	CHECK(get(&prov_returned) == 1);
+}
+
+TEST(a_provider_answering_wins_while_the_fallback_hangs)
+{
+	struct asker *a = asker_new();
+
+	fb_block = 1;
+	/* returns on the provider's answer, the metadata service still hung */
+	CHECK(ask(a) == 0);
+	CHECK(a->fb == 0);
+	CHECK_STR(a->m.provider_id, "p://api");
+	CHECK(get(&fb_returned) == 0);
+	/* a second round waits on the same fallback call: never a second one */
+	CHECK(ask(a) == 0 && a->fb == 0);
+	wait_count(&fb_calls, 1);
+	CHECK(get(&fb_calls) == 1);
+	CHECK(get(&prov_calls) == 2);
+	release_fallback();
+	asker_free(a);
+	CHECK(get(&fb_returned) == 1);
+	CHECK(get(&late_calls) == 0);   /* only the provider's late answers are compared */
+}
+
+TEST(a_provider_failing_waits_for_a_hanging_fallback)
+{
+	struct asker *a = asker_new();
+	pthread_t t;
+
+	fb_block = 1;
+	prov_r = ERR_UNAUTHORIZED;
+	CHECK(pthread_create(&t, NULL, asker_run, a) == 0);
+	wait_count(&prov_returned, 1);
+	CHECK(get(&a->done) == 0);
+	release_fallback();
+	pthread_join(t, NULL);
+	CHECK(a->r == 0);
+	CHECK(a->fb == 1);
+	CHECK_STR(a->m.provider_id, "p://metadata");
+	CHECK_STR(a->why, "provider fakecloud: fake provider: no answer for cp-1");
+	asker_free(a);
 }
 
 TEST_MAIN()
