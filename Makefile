@@ -22,6 +22,8 @@
 #                   kwok built from the Go modules pinned in tests/k8s/ into
 #                   ~/.cache/bootccm/k8s/<pin>/bin (scripts/k8s-build.sh; once
 #                   per pin; docs/build.md)
+#   make check-k8s  make k8s, then the tests in tests/k8s/ against a real
+#                   control plane on loopback (not part of check yet)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Each step prints one short line (CC, LD, GEN...); make V=1 prints the full
@@ -94,7 +96,7 @@ DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/dev/drivers/%,$(DRIVER_SRCS
 TSAN_DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/tsan/drivers/%,$(DRIVER_SRCS))
 
 .PHONY: all static dev tsan unit fuzz check demo image bench install clean packages deps FORCE \
-	glibc soak valgrind fuzz-long k8s
+	glibc soak valgrind fuzz-long k8s check-k8s
 .DELETE_ON_ERROR:
 # Keep every object: those of the test programs, drivers and fuzz harnesses
 # are intermediate files of pattern rules, which make would otherwise delete
@@ -216,6 +218,9 @@ demo: packages
 # cache for the current pin lacks.
 k8s:
 	@scripts/k8s-build.sh ensure
+
+check-k8s: k8s
+	@BOOTCCM_K8S_BIN="$$(scripts/k8s-build.sh bindir)" $(PYTHON) -m pytest -q -p no:cacheprovider tests/k8s
 
 # --- image, benchmarks -----------------------------------------------------------
 image: $(BUILD)/bootccm-image.tar
