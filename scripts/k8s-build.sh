@@ -5,11 +5,12 @@
 #
 #   scripts/k8s-build.sh [ensure]   build what the cache lacks, print one line
 #                                   per binary ("k8s: NAME VERSION: build" or
-#                                   "... cached")
+#                                   "... cached"); copy kwok's Stage files
 #   scripts/k8s-build.sh bindir     print the bin directory (does not build)
 #   scripts/k8s-build.sh pin        print the pin (does not build)
 #
 # Cache: ${BOOTCCM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bootccm/k8s}/<pin>/bin
+# and <pin>/kwok-stages.
 # The pin is the Kubernetes release plus a hash of tests/k8s/{go.mod,go.sum,
 # tools.go}, tests/k8s/kwok/{go.mod,go.sum,tools.go}, this file and the Go
 # version, so moving any pinned version (or a build flag here) builds a fresh
@@ -138,3 +139,20 @@ build kubectl "$KUBE_VERSION" "$MOD" k8s.io/kubernetes/cmd/kubectl "$KUBE_LDFLAG
 # "go install go.etcd.io/etcd/v3" refuse).
 build etcd "$ETCD_VERSION" "$MOD" go.etcd.io/etcd/server/v3 "-s -w"
 build kwok "$KWOK_VERSION" "$KWOK_MOD" sigs.k8s.io/kwok/cmd/kwok "-s -w"
+
+# kwok has no built-in stages ("no stages found" without --config): keep the
+# release's own Stage files (node-initialize, heartbeats, pod lifecycles...)
+# beside the binaries, <pin>/kwok-stages/{node,pod}/..., for the tests to
+# pass (or adapt) with --config.
+if [ -d "$DIR/kwok-stages" ]; then
+	say "kwok stages $KWOK_VERSION: cached"
+else
+	say "kwok stages $KWOK_VERSION: copy"
+	src=$(cd "$KWOK_MOD" && "$GO" list -m -f '{{.Dir}}' sigs.k8s.io/kwok) \
+		|| die "cannot locate the sigs.k8s.io/kwok module"
+	rm -rf "$DIR/.kwok-stages.tmp"
+	cp -R "$src/kustomize/stage" "$DIR/.kwok-stages.tmp" \
+		&& chmod -R u+w "$DIR/.kwok-stages.tmp" \
+		&& mv "$DIR/.kwok-stages.tmp" "$DIR/kwok-stages" \
+		|| die "cannot copy $src/kustomize/stage"
+fi
