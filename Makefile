@@ -22,8 +22,9 @@
 #                   kwok built from the Go modules pinned in tests/k8s/ into
 #                   ~/.cache/bootccm/k8s/<pin>/bin (scripts/k8s-build.sh; once
 #                   per pin; docs/build.md)
-#   make check-k8s  make k8s, then the tests in tests/k8s/ against a real
-#                   control plane on loopback (not part of check yet)
+#   make check-k8s  make k8s and build/bootccm, then the tests in tests/k8s/
+#                   against a real control plane on loopback (not part of
+#                   check yet)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Each step prints one short line (CC, LD, GEN...); make V=1 prints the full
@@ -220,7 +221,9 @@ k8s:
 	@scripts/k8s-build.sh ensure
 
 check-k8s: k8s
-	@BOOTCCM_K8S_BIN="$$(scripts/k8s-build.sh bindir)" $(PYTHON) -m pytest -q -p no:cacheprovider tests/k8s
+	$(Q)$(MAKE) static
+	@BOOTCCM=$(BUILD)/bootccm BOOTCCM_K8S_BIN="$$(scripts/k8s-build.sh bindir)" \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/k8s
 
 # --- image, benchmarks -----------------------------------------------------------
 image: $(BUILD)/bootccm-image.tar
