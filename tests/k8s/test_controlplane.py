@@ -1,11 +1,13 @@
 """The real control plane of tests/k8s/controlplane.py: the release it runs,
 the identities it hands out, NodeRestriction and node IPAM as kubeadm's
-flags configure them, and bootccm's identity under static-pod/rbac.yaml as
+flags configure them, the cluster signer, and bootccm's identity under static-pod/rbac.yaml as
 shipped. One control plane serves the whole module."""
 
+import base64
 import ipaddress
 import json
 import os
+import subprocess
 import time
 
 import pytest
@@ -13,6 +15,7 @@ import pytest
 from controlplane import ROOT, ControlPlane, pinned_version
 
 PODCIDR_TIMEOUT_S = 30
+SIGN_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
@@ -104,3 +107,36 @@ def test_cloud_controller_manager_identity_under_the_shipped_rbac(cp):
     # a Secret is none of its business
     status, obj = ccm.request("GET", "/api/v1/namespaces/kube-system/secrets")
     assert status == 403, obj
+
+
+def test_cluster_signer_signs_an_approved_kubelet_serving_request(cp, tmp_path):
+    node_name = "worker-1"
+    key, csr = str(tmp_path / "k.key"), str(tmp_path / "k.csr")
+    subprocess.run(["openssl", "req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256",
+                    "-nodes", "-keyout", key, "-out", csr,
+                    "-subj", "/O=system:nodes/CN=system:node:" + node_name,
+                    "-addext", "subjectAltName=DNS:%s,IP:10.0.0.5" % node_name],
+                   check=True, capture_output=True, timeout=30)
+    with open(csr, "rb") as f:
+        request = base64.b64encode(f.read()).decode()
+    name = "csr-" + node_name
+    obj = {"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+           "metadata": {"name": name},
+           "spec": {"request": request, "signerName": "kubernetes.io/kubelet-serving",
+                    "usages": ["digital signature", "server auth"]}}
+    path = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+    status, body = cp.node_client(node_name).request("POST", path, obj)
+    assert status == 201, body
+    body["status"] = {"conditions": [{"type": "Approved", "status": "True",
+                                      "reason": "TestApproved", "message": "test"}]}
+    status, body = cp.client("admin").request("PUT", "%s/%s/approval" % (path, name), body)
+    assert status == 200, body
+    deadline = time.monotonic() + SIGN_TIMEOUT_S
+    while not body.get("status", {}).get("certificate"):
+        assert time.monotonic() < deadline, body
+        time.sleep(0.2)
+        status, body = cp.client("admin").request("GET", "%s/%s" % (path, name))
+    pem = base64.b64decode(body["status"]["certificate"])
+    r = subprocess.run(["openssl", "verify", "-CAfile", cp.pki.path("ca.crt")],
+                       input=pem, capture_output=True, timeout=30)
+    assert r.returncode == 0, r.stdout + r.stderr
