@@ -151,8 +151,9 @@ else
 	src=$(cd "$KWOK_MOD" && "$GO" list -m -f '{{.Dir}}' sigs.k8s.io/kwok) \
 		|| die "cannot locate the sigs.k8s.io/kwok module"
 	rm -rf "$DIR/.kwok-stages.tmp"
-	cp -R "$src/kustomize/stage" "$DIR/.kwok-stages.tmp" \
-		&& chmod -R u+w "$DIR/.kwok-stages.tmp" \
-		&& mv "$DIR/.kwok-stages.tmp" "$DIR/kwok-stages" \
-		|| die "cannot copy $src/kustomize/stage"
+	if ! { cp -R "$src/kustomize/stage" "$DIR/.kwok-stages.tmp" &&
+		chmod -R u+w "$DIR/.kwok-stages.tmp" &&
+		mv "$DIR/.kwok-stages.tmp" "$DIR/kwok-stages"; }; then
+		die "cannot copy $src/kustomize/stage"
+	fi
 fi
