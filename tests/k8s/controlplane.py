@@ -28,6 +28,7 @@ stop() (SIGTERM, then SIGKILL after a bound), so none outlives the tests."""
 import atexit
 import base64
 import ctypes
+import glob
 import http.client
 import itertools
 import json
@@ -66,6 +67,8 @@ CERT_DAYS = 2
 RSA_BITS = 2048  # kubeadm's default encryptionAlgorithm, RSA-2048
 START_TIMEOUT_S = 90
 STOP_TIMEOUT_S = 10
+KWOK_SELECTOR = "type=kwok"  # the label of the Nodes kwok keeps alive
+KWOK_LEASE_S = 40  # the node Lease duration kwok renews, like a kubelet's default
 REQUEST_TIMEOUT_S = 15
 
 _PR_SET_PDEATHSIG = 1
@@ -362,11 +365,11 @@ class ControlPlane(object):
 
     # --- processes --------------------------------------------------------
 
-    def _spawn(self, name, argv):
+    def _spawn(self, name, argv, env=None):
         log = open(self.path("logs", name + ".log"), "w")
         self.logs[name] = log.name
         self.procs[name] = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log,
-                                            stderr=subprocess.STDOUT, cwd=self.dir,
+                                            stderr=subprocess.STDOUT, cwd=self.dir, env=env,
                                             preexec_fn=_die_with_parent)
         log.close()
 
@@ -569,6 +572,22 @@ class ControlPlane(object):
         self.stop()
 
     # --- helpers for tests ------------------------------------------------
+
+    def start_kwok(self, selector=KWOK_SELECTOR, lease_duration_s=KWOK_LEASE_S):
+        """kwok (as the admin) keeping the Nodes that match the label
+        selector Ready without kubelets, with the stages of
+        tests/k8s/kwok-stages/ (no address, no NetworkUnavailable: those
+        are for bootccm and the CNI to write) and node Leases. Its HOME is
+        the control plane's directory, so no ~/.kwok configuration is read.
+        Stopped with the control plane."""
+        argv = [self._exe("kwok"), "--kubeconfig", self.kubeconfig("admin"),
+                "--manage-nodes-with-label-selector=" + selector,
+                "--node-lease-duration-seconds=%d" % lease_duration_s,
+                "--server-address=%s:%d" % (LOOPBACK, free_port())]
+        for stage in sorted(glob.glob(os.path.join(HERE, "kwok-stages", "*.yaml"))):
+            argv += ["--config", stage]
+        env = dict(os.environ, HOME=self.dir)
+        self._spawn("kwok", argv, env)
 
     def kubectl(self, *args, identity="admin", timeout=60, check=True, input=None):
         """kubectl of the same release under an identity's kubeconfig."""

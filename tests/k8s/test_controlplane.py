@@ -1,7 +1,8 @@
 """The real control plane of tests/k8s/controlplane.py: the release it runs,
 the identities it hands out, NodeRestriction and node IPAM as kubeadm's
-flags configure them, the cluster signer, and bootccm's identity under static-pod/rbac.yaml as
-shipped. One control plane serves the whole module."""
+flags configure them, the cluster signer, kwok's stand-in kubelets, and
+bootccm's identity under static-pod/rbac.yaml as shipped. One control plane
+serves the whole module."""
 
 import base64
 import ipaddress
@@ -16,6 +17,7 @@ from controlplane import ROOT, ControlPlane, pinned_version
 
 PODCIDR_TIMEOUT_S = 30
 SIGN_TIMEOUT_S = 30
+KWOK_TIMEOUT_S = 20
 
 
 @pytest.fixture(scope="module")
@@ -140,3 +142,28 @@ def test_cluster_signer_signs_an_approved_kubelet_serving_request(cp, tmp_path):
     r = subprocess.run(["openssl", "verify", "-CAfile", cp.pki.path("ca.crt")],
                        input=pem, capture_output=True, timeout=30)
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_kwok_keeps_a_node_ready_and_writes_no_address(cp):
+    cp.start_kwok()
+    name = "kwok-1"
+    obj = node(name, labels={"type": "kwok"})
+    status, body = cp.client("admin").request("POST", "/api/v1/nodes", obj)
+    assert status == 201, body
+    deadline = time.monotonic() + KWOK_TIMEOUT_S
+    while True:
+        status, body = cp.client("admin").request("GET", "/api/v1/nodes/" + name)
+        assert status == 200, body
+        conditions = {c["type"]: c["status"] for c in body["status"].get("conditions") or []}
+        status, lease = cp.client("admin").request(
+            "GET", "/apis/coordination.k8s.io/v1/namespaces/kube-node-lease/leases/" + name)
+        if conditions.get("Ready") == "True" and status == 200:
+            break
+        assert time.monotonic() < deadline, (body, lease, cp.log("kwok")[-3000:])
+        time.sleep(0.2)
+    assert "NetworkUnavailable" not in conditions, conditions
+    assert not body["status"].get("addresses"), body["status"]
+    # kwok is no cloud controller: the uninitialized taint stays (beside the
+    # not-ready taint node-lifecycle may have added before kwok's first patch)
+    assert "node.cloudprovider.kubernetes.io/uninitialized" in [
+        t["key"] for t in body["spec"]["taints"]]
