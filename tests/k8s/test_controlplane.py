@@ -11,19 +11,11 @@ import os
 import subprocess
 import time
 
-import pytest
-
-from controlplane import ROOT, ControlPlane, pinned_version
+from controlplane import ROOT, pinned_version
 
 PODCIDR_TIMEOUT_S = 30
 SIGN_TIMEOUT_S = 30
 KWOK_TIMEOUT_S = 20
-
-
-@pytest.fixture(scope="module")
-def cp():
-    with ControlPlane() as c:
-        yield c
 
 
 def node(name, labels=None):

@@ -9,28 +9,27 @@ import time
 
 import pytest
 
-from controlplane import ROOT, ControlPlane
+from controlplane import ROOT
 
 SA_TIMEOUT_S = 30
 MANIFESTS = sorted(glob.glob(os.path.join(ROOT, "static-pod", "*.yaml")))
 
 
 @pytest.fixture(scope="module")
-def cp():
-    with ControlPlane() as c:
-        # a Pod without serviceAccountName is admitted only once
-        # kube-controller-manager made kube-system/default
-        deadline = time.monotonic() + SA_TIMEOUT_S
-        path = "/api/v1/namespaces/kube-system/serviceaccounts/default"
-        while c.client("admin").request("GET", path)[0] != 200:
-            assert time.monotonic() < deadline, "no kube-system/default ServiceAccount"
-            time.sleep(0.2)
-        yield c
+def sa_cp(cp):
+    """cp once kube-controller-manager made kube-system/default: a Pod
+    without serviceAccountName is admitted only then."""
+    deadline = time.monotonic() + SA_TIMEOUT_S
+    path = "/api/v1/namespaces/kube-system/serviceaccounts/default"
+    while cp.client("admin").request("GET", path)[0] != 200:
+        assert time.monotonic() < deadline, "no kube-system/default ServiceAccount"
+        time.sleep(0.2)
+    return cp
 
 
 @pytest.mark.parametrize("manifest", MANIFESTS, ids=os.path.basename)
-def test_shipped_manifest_passes_server_side_dry_run(cp, manifest):
-    r = cp.kubectl("apply", "--dry-run=server", "-f", manifest, check=False)
+def test_shipped_manifest_passes_server_side_dry_run(sa_cp, manifest):
+    r = sa_cp.kubectl("apply", "--dry-run=server", "-f", manifest, check=False)
     assert r.returncode == 0, r.stderr
     assert "(server dry run)" in r.stdout
     assert r.stderr == "", r.stderr  # no warning either (deprecated fields...)

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from controlplane import ROOT, ControlPlane
+from controlplane import ROOT
 from harness import Daemon
 
 FAKES = os.path.join(ROOT, "tests", "fakes", "metadata")
@@ -30,13 +30,6 @@ def _fake_metadata():
     return mod
 
 
-@pytest.fixture(scope="module")
-def cp():
-    with ControlPlane() as c:
-        c.kubectl("apply", "-f", os.path.join(ROOT, "static-pod", "rbac.yaml"))
-        yield c
-
-
 def kubelet_node(name, node_ip):
     """A Node as kubelet --cloud-provider=external --node-ip registers it."""
     return {"apiVersion": "v1", "kind": "Node",
@@ -53,7 +46,8 @@ def tainted(node):
     return any(t["key"] == UNINITIALIZED for t in node["spec"].get("taints") or [])
 
 
-def test_metadata_provider_initializes_a_kubelet_registered_node(cp, tmp_path):
+@pytest.mark.usefixtures("ccm_cp")  # static-pod/rbac.yaml applied
+def test_metadata_provider_initializes_a_kubelet_registered_node(cp):
     status, obj = cp.node_client(NODE).request("POST", "/api/v1/nodes",
                                                 kubelet_node(NODE, NODE_IP))
     assert status == 201, obj
