@@ -107,6 +107,20 @@ def _openssl(*args):
         raise RuntimeError("openssl %s: %s" % (" ".join(args[:2]), r.stderr.strip()))
 
 
+def _connect(port, ctx, server_name, timeout):
+    """An HTTPS connection to 127.0.0.1:PORT whose TLS handshake is done
+    with ctx for server_name (http.client would use the address)."""
+    sock = socket.create_connection((LOOPBACK, port), timeout)
+    try:
+        tls = ctx.wrap_socket(sock, server_hostname=server_name)
+    except BaseException:
+        sock.close()
+        raise
+    conn = http.client.HTTPSConnection(LOOPBACK, port, timeout=timeout)
+    conn.sock = tls
+    return conn
+
+
 # The client identities every control plane has: kubeconfig name, CN, O.
 # admin.conf is in kubeadm:cluster-admins, which kubeadm binds to
 # cluster-admin with super-admin.conf (system:masters) after init.
@@ -210,7 +224,7 @@ class PKI(object):
                        "kubernetes.default.svc." + DNS_DOMAIN),
                   ips=(SERVICE_IP, ADVERTISE_ADDRESS))
         self.cert("apiserver-kubelet-client", "ca", "kube-apiserver-kubelet-client",
-                  orgs=("kubeadm:cluster-admins",), client=True)
+                  client=True)
         self.ca("front-proxy-ca", "front-proxy-ca")
         self.cert("front-proxy-client", "front-proxy-ca", "front-proxy-client", client=True)
         self.ca("etcd/ca", "etcd-ca")
@@ -250,9 +264,7 @@ class Client(object):
     def request(self, method, path, body=None, content_type="application/json",
                 timeout=REQUEST_TIMEOUT_S):
         """(status, decoded JSON body or text) of one request."""
-        sock = socket.create_connection((LOOPBACK, self.port), timeout)
-        conn = http.client.HTTPSConnection(LOOPBACK, self.port, timeout=timeout)
-        conn.sock = self.ctx.wrap_socket(sock, server_hostname=SERVING_NAME)
+        conn = _connect(self.port, self.ctx, SERVING_NAME, timeout)
         try:
             data = None
             headers = {"Accept": "application/json"}
@@ -398,9 +410,7 @@ class ControlPlane(object):
         if not ca:
             ctx.check_hostname = False
             ctx.verify_mode = ssl.CERT_NONE
-        sock = socket.create_connection((LOOPBACK, port), 2)
-        conn = http.client.HTTPSConnection(LOOPBACK, port, timeout=2)
-        conn.sock = ctx.wrap_socket(sock, server_hostname=name)
+        conn = _connect(port, ctx, name, 2)
         try:
             conn.request("GET", path)
             r = conn.getresponse()
