@@ -419,9 +419,34 @@ class ControlPlane(object):
         finally:
             conn.close()
 
-    def start(self, timeout=START_TIMEOUT_S):
-        deadline = time.monotonic() + timeout
+    def prepare(self):
+        """Everything but the processes: the directory, the PKI, the ports,
+        the kubeconfigs and the audit policy, so a client can be started
+        with its kubeconfig before the API server exists; start() calls it
+        unless it ran. Returns self."""
         self.dir = tempfile.mkdtemp(prefix="bootccm-k8s-")
+        try:
+            os.makedirs(self.path("logs"))
+            self.pki = PKI.copy_of_template(self.dir)
+            self.identities = {}
+            self.port = free_port()
+            self.etcd_ports = tuple(free_port() for _ in range(3))  # client, peer, metrics
+            self.kcm_port = free_port()
+            for base, cn, orgs in IDENTITIES:
+                self.write_kubeconfig(base, base, cn, orgs)
+            self._write_audit_policy()
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start(self, timeout=START_TIMEOUT_S):
+        """Start etcd, kube-apiserver and kube-controller-manager, each once
+        the one before answers; returns self once all three are ready, or
+        stops what it started and raises."""
+        deadline = time.monotonic() + timeout
+        if self.dir is None:
+            self.prepare()
         try:
             self._start(deadline)
         except BaseException:
@@ -430,17 +455,10 @@ class ControlPlane(object):
         return self
 
     def _start(self, deadline):
-        os.makedirs(self.path("logs"))
         exe = {n: self._exe(n) for n in ("etcd", "kube-apiserver", "kube-controller-manager")}
-        self.pki = PKI.copy_of_template(self.dir)
         pki = self.pki.path
-        self.identities = {}
-        self.port = free_port()
-        etcd_port, peer_port, metrics_port, kcm_port = (free_port() for _ in range(4))
-        self.kcm_port = kcm_port
-        for base, cn, orgs in IDENTITIES:
-            self.write_kubeconfig(base, base, cn, orgs)
-        self._write_audit_policy()
+        etcd_port, peer_port, metrics_port = self.etcd_ports
+        kcm_port = self.kcm_port
 
         client_url = "https://%s:%d" % (LOOPBACK, etcd_port)
         peer_url = "https://%s:%d" % (LOOPBACK, peer_port)

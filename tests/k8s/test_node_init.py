@@ -4,46 +4,14 @@ bootccm as system:cloud-controller-manager under static-pod/rbac.yaml as
 shipped, with the metadata provider and the fake EC2 metadata service; the
 real audit log shows what it wrote and in which order."""
 
-import importlib.util
-import os
 import time
 
 import pytest
 
-from controlplane import ROOT
 from harness import Daemon
+from nodes import NODE, NODE_IP, fake_metadata, kubelet_node, metadata_daemon_args, tainted
 
-FAKES = os.path.join(ROOT, "tests", "fakes", "metadata")
-EC2_DMI = os.path.join(FAKES, "dmi", "ec2")
-NODE = "worker-a"
-# the InternalIP of the fake's default EC2 identity (identities/ec2.json)
-NODE_IP = "172.31.3.15"
-UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
 INIT_TIMEOUT_S = 20
-
-
-def _fake_metadata():
-    spec = importlib.util.spec_from_file_location("fake_metadata_server",
-                                                  os.path.join(FAKES, "server.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
-
-
-def kubelet_node(name, node_ip):
-    """A Node as kubelet --cloud-provider=external --node-ip registers it."""
-    return {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name,
-                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
-                                    "kubernetes.io/arch": "amd64"},
-                         "annotations": {"alpha.kubernetes.io/provided-node-ip": node_ip}},
-            "spec": {"taints": [
-                {"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"},
-                {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}}
-
-
-def tainted(node):
-    return any(t["key"] == UNINITIALIZED for t in node["spec"].get("taints") or [])
 
 
 @pytest.mark.usefixtures("ccm_cp")  # static-pod/rbac.yaml applied
@@ -51,11 +19,8 @@ def test_metadata_provider_initializes_a_kubelet_registered_node(cp):
     status, obj = cp.node_client(NODE).request("POST", "/api/v1/nodes",
                                                 kubelet_node(NODE, NODE_IP))
     assert status == 201, obj
-    md = _fake_metadata().FakeMetadata("ec2").start()
-    d = Daemon(["--kubeconfig", cp.kubeconfig("cloud-controller-manager"),
-                "--cloud-provider=metadata", "--node-name", NODE, "--secure-port=0",
-                "--metadata-cloud=ec2", "--metadata-endpoint=" + md.url,
-                "--metadata-dmi-dir=" + EC2_DMI])
+    md = fake_metadata().FakeMetadata("ec2").start()
+    d = Daemon(metadata_daemon_args(cp, md, extra=["--secure-port=0"]))
     try:
         admin = cp.client("admin")
         deadline = time.monotonic() + INIT_TIMEOUT_S
