@@ -18,6 +18,13 @@
 #                   through 5 minutes of churn: 0 bytes definitely lost or fail
 #   make fuzz-long  every fuzz harness for FUZZ_LONG_SECONDS (600) each,
 #                   FUZZ_LONG_JOBS (1) at a time; execs and crashes per harness
+#   make k8s        kube-apiserver, kube-controller-manager, kubectl, etcd and
+#                   kwok built from the Go modules pinned in tests/k8s/ into
+#                   ~/.cache/bootccm/k8s/<pin>/bin (scripts/k8s-build.sh; once
+#                   per pin; docs/build.md)
+#   make check-k8s  make k8s and build/bootccm, then the tests in tests/k8s/
+#                   against a real control plane on loopback (not part of
+#                   check yet)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Each step prints one short line (CC, LD, GEN...); make V=1 prints the full
@@ -90,7 +97,7 @@ DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/dev/drivers/%,$(DRIVER_SRCS
 TSAN_DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/tsan/drivers/%,$(DRIVER_SRCS))
 
 .PHONY: all static dev tsan unit fuzz check demo image bench install clean packages deps FORCE \
-	glibc soak valgrind fuzz-long
+	glibc soak valgrind fuzz-long k8s check-k8s
 .DELETE_ON_ERROR:
 # Keep every object: those of the test programs, drivers and fuzz harnesses
 # are intermediate files of pattern rules, which make would otherwise delete
@@ -205,6 +212,18 @@ check: packages
 demo: packages
 	$(Q)$(MAKE) static
 	@$(PYTHON) tests/demo.py --bootccm $(BUILD)/bootccm
+
+# --- the real control plane ----------------------------------------------------
+# Upstream programs built from their Go modules (tests/k8s/go.mod pins them);
+# scripts/k8s-build.sh prints one line per binary and builds only what the
+# cache for the current pin lacks.
+k8s:
+	@scripts/k8s-build.sh ensure
+
+check-k8s: k8s
+	$(Q)$(MAKE) static
+	@BOOTCCM=$(BUILD)/bootccm BOOTCCM_K8S_BIN="$$(scripts/k8s-build.sh bindir)" \
+		$(PYTHON) -m pytest -q -p no:cacheprovider tests/k8s
 
 # --- image, benchmarks -----------------------------------------------------------
 image: $(BUILD)/bootccm-image.tar

@@ -1,0 +1,159 @@
+#!/bin/sh
+# k8s-build.sh - build the upstream Kubernetes programs the real-control-plane
+# tests run (kube-apiserver, kube-controller-manager, kubectl, etcd, kwok) from
+# the Go modules pinned in tests/k8s/, into a cache outside the source tree.
+#
+#   scripts/k8s-build.sh [ensure]   build what the cache lacks, print one line
+#                                   per binary ("k8s: NAME VERSION: build" or
+#                                   "... cached"); copy kwok's Stage files
+#   scripts/k8s-build.sh bindir     print the bin directory (does not build)
+#   scripts/k8s-build.sh pin        print the pin (does not build)
+#
+# Cache: ${BOOTCCM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bootccm/k8s}/<pin>/bin
+# and <pin>/kwok-stages.
+# The pin is the Kubernetes release plus a hash of tests/k8s/{go.mod,go.sum,
+# tools.go}, tests/k8s/kwok/{go.mod,go.sum,tools.go}, this file and the Go
+# version, so moving any pinned version (or a build flag here) builds a fresh
+# directory. See docs/build.md.
+#
+# Environment: K8S_BUILD_NICE (19) is the niceness of every go build, so the
+# build yields the CPU to whatever else the machine runs; K8S_BUILD_P (unset)
+# is passed as go build -p to bound parallel compiles (and memory); GO is the
+# go command (/usr/local/go/bin/go, else go on PATH).
+set -eu
+
+me=k8s
+die() { echo "$me: error: $*" >&2; exit 1; }
+say() { echo "$me: $*" >&2; }
+
+self_dir=$(cd "$(dirname "$0")" && pwd) || die "cannot locate scripts directory"
+self="$self_dir/$(basename "$0")"
+top=$(cd "$self_dir/.." && pwd)
+MOD="$top/tests/k8s"
+KWOK_MOD="$MOD/kwok"
+
+PATH="/usr/local/go/bin:$PATH"
+export PATH
+GO=${GO:-go}
+command -v "$GO" >/dev/null 2>&1 || die "no go command (install Go at /usr/local/go)"
+
+# The pinned go.sum is complete: builds never edit go.mod or go.sum, and the
+# toolchain is the installed one, never a downloaded one.
+export GOTOOLCHAIN=local
+export GOFLAGS="-mod=readonly -buildvcs=false"
+# Static binaries, like the release builds; no C toolchain involved.
+export CGO_ENABLED=0
+export LC_ALL=C
+
+NICE=${K8S_BUILD_NICE:-19}
+PFLAG=${K8S_BUILD_P:+-p $K8S_BUILD_P}
+
+CACHE=${BOOTCCM_K8S_CACHE:-${XDG_CACHE_HOME:-${HOME:?HOME is not set}/.cache}/bootccm/k8s}
+case $CACHE in /*) ;; *) CACHE="$PWD/$CACHE" ;; esac
+
+for f in "$MOD/go.mod" "$MOD/go.sum" "$MOD/tools.go" \
+	"$KWOK_MOD/go.mod" "$KWOK_MOD/go.sum" "$KWOK_MOD/tools.go"; do
+	[ -r "$f" ] || die "cannot read $f"
+done
+
+# modver DIR MODULE: the version DIR's go.mod selects for MODULE.
+modver() {
+	(cd "$1" && "$GO" list -m -f '{{.Version}}' "$2") || die "cannot resolve $2 in $1"
+}
+
+KUBE_VERSION=$(modver "$MOD" k8s.io/kubernetes)
+ETCD_VERSION=$(modver "$MOD" go.etcd.io/etcd/server/v3)
+KWOK_VERSION=$(modver "$KWOK_MOD" sigs.k8s.io/kwok)
+GO_VERSION=$("$GO" env GOVERSION)
+
+pin() {
+	h=$(cat "$MOD/go.mod" "$MOD/go.sum" "$MOD/tools.go" \
+		"$KWOK_MOD/go.mod" "$KWOK_MOD/go.sum" "$KWOK_MOD/tools.go" "$self" \
+		| { cat; echo "$GO_VERSION"; } | sha256sum | cut -c1-12)
+	echo "$KUBE_VERSION-$h"
+}
+
+PIN=$(pin)
+DIR="$CACHE/$PIN"
+BIN="$DIR/bin"
+
+case ${1:-ensure} in
+ensure) ;;
+bindir) echo "$BIN"; exit 0 ;;
+pin) echo "$PIN"; exit 0 ;;
+*) die "usage: $0 [ensure|bindir|pin]" ;;
+esac
+
+# Version stamps, as the release build (hack/lib/version.sh) sets them in both
+# version packages. The module zip carries no git metadata: the commit is left
+# empty rather than invented, the tree is clean (go.sum verifies the zip), and
+# the build date is the release's time from the module proxy, so a rebuild of
+# the same pin gives the same bytes.
+kube_ldflags() {
+	v=${KUBE_VERSION#v}
+	major=${v%%.*}
+	rest=${v#*.}
+	minor=${rest%%.*}
+	date=$(cd "$MOD" && "$GO" list -m -f '{{.Time.UTC.Format "2006-01-02T15:04:05Z"}}' k8s.io/kubernetes) \
+		|| die "cannot read the release time of k8s.io/kubernetes"
+	flags="-s -w"
+	for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
+		flags="$flags -X $pkg.gitVersion=$KUBE_VERSION -X $pkg.gitMajor=$major"
+		flags="$flags -X $pkg.gitMinor=$minor -X $pkg.gitCommit="
+		flags="$flags -X $pkg.gitTreeState=clean -X $pkg.buildDate=$date"
+	done
+	echo "$flags"
+}
+
+# build NAME VERSION MODDIR PACKAGE LDFLAGS
+build() {
+	name=$1 ver=$2 dir=$3 pkg=$4 ldflags=$5
+	if [ -x "$BIN/$name" ]; then
+		say "$name $ver: cached"
+		return 0
+	fi
+	say "$name $ver: build"
+	t0=$(date +%s)
+	# shellcheck disable=SC2086 # PFLAG is empty or "-p N"
+	(cd "$dir" && nice -n "$NICE" "$GO" build $PFLAG -trimpath -ldflags "$ldflags" \
+		-o "$BIN/.$name.tmp" "$pkg") || { rm -f "$BIN/.$name.tmp"; die "$name $ver: go build $pkg failed"; }
+	mv -f "$BIN/.$name.tmp" "$BIN/$name"
+	say "$name $ver: built in $(($(date +%s) - t0)) s"
+}
+
+mkdir -p "$BIN" || die "cannot create $BIN"
+# One build of a pin at a time; a second caller waits and then finds the
+# binaries. Every binary is moved into place only when complete, so an
+# interrupted build resumes with the binaries it lacks.
+if command -v flock >/dev/null 2>&1; then
+	exec 9>"$DIR/.lock"
+	flock 9 || die "cannot lock $DIR/.lock"
+fi
+
+KUBE_LDFLAGS=$(kube_ldflags)
+build kube-apiserver "$KUBE_VERSION" "$MOD" k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_LDFLAGS"
+build kube-controller-manager "$KUBE_VERSION" "$MOD" k8s.io/kubernetes/cmd/kube-controller-manager "$KUBE_LDFLAGS"
+build kubectl "$KUBE_VERSION" "$MOD" k8s.io/kubernetes/cmd/kubectl "$KUBE_LDFLAGS"
+# The etcd server module's root package is etcd's main; built as a dependency
+# it needs no main of ours (the etcd root module's replace directives make
+# "go install go.etcd.io/etcd/v3" refuse).
+build etcd "$ETCD_VERSION" "$MOD" go.etcd.io/etcd/server/v3 "-s -w"
+build kwok "$KWOK_VERSION" "$KWOK_MOD" sigs.k8s.io/kwok/cmd/kwok "-s -w"
+
+# kwok has no built-in stages ("no stages found" without --config): keep the
+# release's own Stage files (node-initialize, heartbeats, pod lifecycles...)
+# beside the binaries, <pin>/kwok-stages/{node,pod}/..., for the tests to
+# pass (or adapt) with --config.
+if [ -d "$DIR/kwok-stages" ]; then
+	say "kwok stages $KWOK_VERSION: cached"
+else
+	say "kwok stages $KWOK_VERSION: copy"
+	src=$(cd "$KWOK_MOD" && "$GO" list -m -f '{{.Dir}}' sigs.k8s.io/kwok) \
+		|| die "cannot locate the sigs.k8s.io/kwok module"
+	rm -rf "$DIR/.kwok-stages.tmp"
+	if ! { cp -R "$src/kustomize/stage" "$DIR/.kwok-stages.tmp" &&
+		chmod -R u+w "$DIR/.kwok-stages.tmp" &&
+		mv "$DIR/.kwok-stages.tmp" "$DIR/kwok-stages"; }; then
+		die "cannot copy $src/kustomize/stage"
+	fi
+fi

@@ -1,0 +1,51 @@
+"""What the tests in tests/k8s/ share about Nodes and bootccm: a Node as a
+kubelet registers it, the fake EC2 metadata service, and bootccm's command
+line for the metadata provider."""
+
+import importlib.util
+import os
+
+from controlplane import ROOT
+
+FAKES = os.path.join(ROOT, "tests", "fakes", "metadata")
+EC2_DMI = os.path.join(FAKES, "dmi", "ec2")
+NODE = "worker-a"
+# the InternalIP of the fake's default EC2 identity (identities/ec2.json)
+NODE_IP = "172.31.3.15"
+UNINITIALIZED = "node.cloudprovider.kubernetes.io/uninitialized"
+
+
+def fake_metadata():
+    """The fake metadata services' module (tests/fakes/metadata/server.py):
+    fake_metadata().FakeMetadata("ec2").start() serves the default EC2
+    identity on loopback."""
+    spec = importlib.util.spec_from_file_location("fake_metadata_server",
+                                                  os.path.join(FAKES, "server.py"))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def kubelet_node(name, node_ip):
+    """A Node as kubelet --cloud-provider=external --node-ip registers it."""
+    return {"apiVersion": "v1", "kind": "Node",
+            "metadata": {"name": name,
+                         "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
+                                    "kubernetes.io/arch": "amd64"},
+                         "annotations": {"alpha.kubernetes.io/provided-node-ip": node_ip}},
+            "spec": {"taints": [
+                {"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"},
+                {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}}
+
+
+def tainted(node):
+    return any(t["key"] == UNINITIALIZED for t in node["spec"].get("taints") or [])
+
+
+def metadata_daemon_args(cp, md, node=NODE, extra=()):
+    """bootccm's arguments: the metadata provider for NODE with the fake
+    EC2 metadata service md, as system:cloud-controller-manager."""
+    return ["--kubeconfig", cp.kubeconfig("cloud-controller-manager"),
+            "--cloud-provider=metadata", "--node-name", node,
+            "--metadata-cloud=ec2", "--metadata-endpoint=" + md.url,
+            "--metadata-dmi-dir=" + EC2_DMI] + list(extra)
