@@ -23,8 +23,8 @@
 #                   ~/.cache/bootccm/k8s/<pin>/bin (scripts/k8s-build.sh; once
 #                   per pin; docs/build.md)
 #   make check-k8s  make k8s and build/bootccm, then the tests in tests/k8s/
-#                   against a real control plane on loopback (not part of
-#                   check yet)
+#                   against a real control plane on loopback (alone; make
+#                   check runs them too)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Each step prints one short line (CC, LD, GEN...); make V=1 prints the full
@@ -207,7 +207,9 @@ unit: $(UNIT_BINS)
 check: packages
 	$(Q)$(MAKE) static
 	$(Q)$(MAKE) dev tsan fuzz
-	@BUILD=$(BUILD) PYTHON=$(PYTHON) FUZZ_SECONDS=$(FUZZ_SECONDS) tests/check.sh
+	$(Q)$(MAKE) k8s
+	@BUILD=$(BUILD) PYTHON=$(PYTHON) FUZZ_SECONDS=$(FUZZ_SECONDS) \
+		BOOTCCM_K8S_BIN="$$(scripts/k8s-build.sh bindir)" tests/check.sh
 
 demo: packages
 	$(Q)$(MAKE) static

@@ -133,6 +133,11 @@ unit unit-tsan "$BUILD"/tsan/tests/test_*
 fuzz
 # the static artifact, the build's output and the include layering
 pytest_suite static-artifact "$BUILD/bootccm" tests/static
+# bootccm against a real control plane (etcd, kube-apiserver and
+# kube-controller-manager built by `make k8s`; BOOTCCM_K8S_BIN names them),
+# before the suites that share the machine two at a time
+BOOTCCM_K8S_BIN="${BOOTCCM_K8S_BIN:?make check names the upstream binaries}" \
+	pytest_suite k8s "$BUILD/bootccm" tests/k8s
 # end-to-end tests (tests/e2e: the real binary) and integration tests
 # (tests/integration: one module through its driver program): the driver
 # programs run under ThreadSanitizer beside the static binary, and under
