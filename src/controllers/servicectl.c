@@ -44,6 +44,8 @@ struct svcstate {
 	int drifted;                    /* ...because the provider says it drifted */
 	int waiting;                    /* the last ensure answered ERR_UNAVAILABLE */
 	int recheck;                    /* a write met a conflict: sync at the next version */
+	char behind[SERVICECTL_RV_MAX]; /* the version our last write replaced: a
+	                                   cache still at it has not seen the write */
 	int ensured;                    /* ensure succeeded this term: digest, last set */
 	int elsewhere;                  /* the provider said ERR_IMPLEMENTED_ELSEWHERE */
 	uint64_t digest;                /* the backend set at the last ensure or update */
@@ -1119,7 +1121,7 @@ servicectl_ensured(struct servicectl *c, const struct store_obj *o, struct svcst
 static int
 servicectl_ensure(struct servicectl *c, struct kube_client *kc, const struct store_obj *o,
     struct svcstate *st, enum servicectl_mode mode, int changed, int drifted,
-    const char **ret_result, struct errbuf *e)
+    char rv[SERVICECTL_RV_MAX], const char **ret_result, struct errbuf *e)
 {
 	const struct kube_service *s = kube_service_of(o);
 	int has_fin = kube_service_has_finalizer(s, SERVICECTL_FINALIZER);
@@ -1127,12 +1129,10 @@ servicectl_ensure(struct servicectl *c, struct kube_client *kc, const struct sto
 	struct cloud_lb_result *res = xcalloc(1, sizeof(*res));
 	struct backends *b = servicectl_backends(c, mode != SERVICECTL_HOSTS);
 	const char *step = "ensure load balancer";
-	char rv[SERVICECTL_RV_MAX];
 	json_object *patch;
 	struct svcview v;
 	int r, wrote = 0;
 
-	snprintf(rv, sizeof(rv), "%s", s->obj.resource_version);
 	svcview_init(&v, s, 1);
 	if (!quiet) {
 		servicectl_event(c, s, EVENTS_NORMAL, "EnsuringLoadBalancer", "%s", drifted ?
@@ -1236,7 +1236,8 @@ out:
  * it selects changed since its last ensure or update. */
 static int
 servicectl_hosts(struct servicectl *c, struct kube_client *kc, const struct store_obj *o,
-    struct svcstate *st, const char **ret_result, struct errbuf *e)
+    struct svcstate *st, char rv[SERVICECTL_RV_MAX], const char **ret_result,
+    struct errbuf *e)
 {
 	const struct kube_service *s = kube_service_of(o);
 	struct backends *b = servicectl_backends(c, 0);
@@ -1252,7 +1253,8 @@ servicectl_hosts(struct servicectl *c, struct kube_client *kc, const struct stor
 	}
 	if (c->lb->update_hosts == NULL) {
 		servicectl_backends_put(c, b);
-		return servicectl_ensure(c, kc, o, st, SERVICECTL_HOSTS, 0, 0, ret_result, e);
+		return servicectl_ensure(c, kc, o, st, SERVICECTL_HOSTS, 0, 0, rv, ret_result,
+		    e);
 	}
 	log_info(2, "Updating the load balancer's backends", "service", o->key, NULL);
 	svcview_init(&v, s, 1);
@@ -1318,13 +1320,12 @@ servicectl_delete_lb(struct servicectl *c, const struct kube_service *s,
  * only after the provider confirmed. */
 static int
 servicectl_cleanup(struct servicectl *c, struct kube_client *kc, const struct store_obj *o,
-    const char **ret_result, struct errbuf *e)
+    char rv[SERVICECTL_RV_MAX], const char **ret_result, struct errbuf *e)
 {
 	const struct kube_service *s = kube_service_of(o);
 	struct cloud_lb_result *res = xcalloc(1, sizeof(*res));
 	struct cloud_lb_status none = { .n_ingress = 0 };
 	const char *step;
-	char rv[SERVICECTL_RV_MAX];
 	json_object *patch;
 	int r;
 
@@ -1332,7 +1333,6 @@ servicectl_cleanup(struct servicectl *c, struct kube_client *kc, const struct st
 	*ret_result = "failed";
 	if ((r = servicectl_delete_lb(c, s, res, e)) < 0)
 		goto out;
-	snprintf(rv, sizeof(rv), "%s", s->obj.resource_version);
 	/* the status first: with the finalizer gone, a failure here would not
 	 * be retried. Not for a Service that goes away with the finalizer. */
 	if (s->ningress > 0 && (s->deletion_timestamp == 0 || s->nfinalizers > 1)) {
@@ -1433,6 +1433,39 @@ servicectl_conflict(struct servicectl *c, const char *key, const char *used_rv)
 	store_obj_unref(o);
 }
 
+/* servicectl_putback: a sync that did not do its work leaves it due. */
+static void
+servicectl_putback(struct servicectl *c, const char *key, int ensure, int changed, int drifted)
+{
+	struct svcstate *st;
+
+	if (!ensure && !changed && !drifted)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if ((st = hmap_get(&c->states, key)) != NULL) {
+		st->ensure |= ensure;
+		st->changed |= changed;
+		st->drifted |= drifted;
+	}
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* servicectl_wrote: a sync that began at the version used_rv and left the
+ * Service at rv. When it wrote (they differ), the next sync that finds
+ * the cache still at used_rv waits for the write's watch event. */
+static void
+servicectl_wrote(struct servicectl *c, const char *key, const char *used_rv, const char *rv)
+{
+	struct svcstate *st;
+
+	if (strcmp(used_rv, rv) == 0)
+		return;
+	pthread_mutex_lock(&c->mu);
+	if ((st = hmap_get(&c->states, key)) != NULL)
+		snprintf(st->behind, sizeof(st->behind), "%s", used_rv);
+	pthread_mutex_unlock(&c->mu);
+}
+
 /* servicectl_sync brings the Service at key where it should be, as the
  * cache has it. *ret_result names what happened (NULL: nothing). */
 static int
@@ -1443,7 +1476,7 @@ servicectl_sync(struct servicectl *c, struct kube_client *kc, const char *key,
 	const struct kube_service *s = o ? kube_service_of(o) : NULL;
 	struct svcstate *st;
 	int ensure = 0, changed = 0, drifted = 0, r = 0;
-	char used_rv[SERVICECTL_RV_MAX] = "";
+	char used_rv[SERVICECTL_RV_MAX] = "", rv[SERVICECTL_RV_MAX];
 
 	*ret_result = NULL;
 	pthread_mutex_lock(&c->mu);
@@ -1470,10 +1503,25 @@ servicectl_sync(struct servicectl *c, struct kube_client *kc, const char *key,
 		return 0;
 	}
 	snprintf(used_rv, sizeof(used_rv), "%s", o->resource_version);
+	memcpy(rv, used_rv, sizeof(rv));
+	if (st != NULL && st->behind[0] != '\0') {
+		if (strcmp(st->behind, used_rv) == 0) {
+			/* the cache has not seen our last write yet: acting on it
+			 * would write again what is written, and meet a conflict.
+			 * The write's watch event brings the sync. */
+			log_info(4, "The cache is behind the Service's last write; syncing at its "
+			    "next version", "service", key, "resourceVersion", used_rv, NULL);
+			servicectl_putback(c, key, ensure, changed, drifted);
+			servicectl_conflict(c, key, used_rv);
+			store_obj_unref(o);
+			return 0;
+		}
+		st->behind[0] = '\0';
+	}
 	if (!servicectl_wants(&c->cls, s) || servicectl_needs_cleanup(&c->cls, s) ||
 	    s->deletion_timestamp != 0) {
 		if (kube_service_has_finalizer(s, SERVICECTL_FINALIZER))
-			r = servicectl_cleanup(c, kc, o, ret_result, e);
+			r = servicectl_cleanup(c, kc, o, rv, ret_result, e);
 		else if (st != NULL && st->last != NULL)
 			/* ensured by us, and our finalizer removed by someone else */
 			r = servicectl_forget(c, st->last, ret_result, e);
@@ -1490,25 +1538,20 @@ servicectl_sync(struct servicectl *c, struct kube_client *kc, const char *key,
 		pthread_mutex_unlock(&c->mu);
 	}
 	if (ensure || !st->ensured)
-		r = servicectl_ensure(c, kc, o, st, SERVICECTL_ENSURE, changed, drifted,
+		r = servicectl_ensure(c, kc, o, st, SERVICECTL_ENSURE, changed, drifted, rv,
 		    ret_result, e);
 	else
-		r = servicectl_hosts(c, kc, o, st, ret_result, e);
+		r = servicectl_hosts(c, kc, o, st, rv, ret_result, e);
 	if (r < 0)
 		goto fail;
+	servicectl_wrote(c, key, used_rv, rv);
 	store_obj_unref(o);
 	return 0;
 fail:
-	if (st != NULL && (ensure || changed || drifted)) {
-		/* the work is still due: the retry does it */
-		pthread_mutex_lock(&c->mu);
-		if ((st = hmap_get(&c->states, key)) != NULL) {
-			st->ensure |= ensure;
-			st->changed |= changed;
-			st->drifted |= drifted;
-		}
-		pthread_mutex_unlock(&c->mu);
-	}
+	/* the work is still due: the retry does it */
+	if (st != NULL)
+		servicectl_putback(c, key, ensure, changed, drifted);
+	servicectl_wrote(c, key, used_rv, rv);
 	if (r == ERR_CONFLICT)
 		servicectl_conflict(c, key, used_rv);
 	store_obj_unref(o);
