@@ -20,6 +20,7 @@
 #include "xalloc.h"
 
 #define KUBE_STATUS_MAX 65536  /* bytes: a longer error body is not decoded */
+#define KUBE_RV_MAX 64         /* bytes of a resourceVersion kept for a re-read */
 
 /* --- metrics ------------------------------------------------------------------ */
 
@@ -923,11 +924,46 @@ kube_patch_merge_keep(struct kube_client *c, const char *path, json_object *patc
 	return r;
 }
 
-int
-kube_patch_json(struct kube_client *c, const char *path, json_object *ops,
-    const char *rv, json_object **ret, long *ret_status, struct errbuf *e)
+static const char *kube_rv(json_object *obj);
+
+/* kube_patch_test_check: a JSON patch whose resourceVersion test failed is
+ * answered 422 Invalid like one the object's validation refused, and
+ * kube-apiserver names no cause for it (details: {}). One read tells them
+ * apart: the object at another version is a conflict (ERR_CONFLICT), else
+ * the 422 stands (r). The read is where the patch went (GET works on
+ * /status too). */
+static int
+kube_patch_test_check(struct kube_client *c, const char *path, const char *rv, int r,
+    struct errbuf *e)
+{
+	static const struct jsonx_keep md[] = {
+		{ "resourceVersion", NULL }, { NULL, NULL },
+	};
+	static const struct jsonx_keep keep[] = {
+		{ "metadata", md }, { NULL, NULL },
+	};
+	struct errbuf le = { "" };
+	json_object *cur = NULL;
+	char *get_path = xstrndup(path, strcspn(path, "?"));
+	const char *now;
+
+	if (kube_request_keep(c, "GET", get_path, NULL, NULL, keep, &cur, NULL, &le) == 0 &&
+	    (now = kube_rv(cur)) != NULL && strcmp(now, rv) != 0)
+		r = errbuf_set(e, ERR_CONFLICT, "PATCH %s: the object has changed "
+		    "(resourceVersion %s tested, %s now)", path, rv, now);
+	json_object_put(cur);
+	free(get_path);
+	return r;
+}
+
+/* kube_patch_json_do is kube_patch_json; with check 0 a bare 422 is left
+ * for the caller to tell apart (kube_patch_retry reads the object anyway). */
+static int
+kube_patch_json_do(struct kube_client *c, const char *path, json_object *ops,
+    const char *rv, int check, json_object **ret, long *ret_status, struct errbuf *e)
 {
 	json_object *body, *test;
+	long status = 0;
 	size_t n;
 	int r;
 
@@ -949,9 +985,20 @@ kube_patch_json(struct kube_client *c, const char *path, json_object *ops,
 	for (size_t i = 0; i < n; i++)
 		kube_json_add(body, NULL, json_object_get(json_object_array_get_idx(ops, i)));
 	r = kube_send_json(c, "PATCH", path, "application/json-patch+json", body, NULL, ret,
-	    ret_status, e);
+	    &status, e);
 	json_object_put(body);
+	if (check && r == ERR_INVALID && status == 422)
+		r = kube_patch_test_check(c, path, rv, r, e);
+	if (ret_status)
+		*ret_status = status;
 	return r;
+}
+
+int
+kube_patch_json(struct kube_client *c, const char *path, json_object *ops,
+    const char *rv, json_object **ret, long *ret_status, struct errbuf *e)
+{
+	return kube_patch_json_do(c, path, ops, rv, 1, ret, ret_status, e);
 }
 
 int
@@ -1009,8 +1056,8 @@ kube_patch_retry(struct kube_client *c, const char *path, kube_patch_fn build,
     void *arg, json_object **ret, struct errbuf *e)
 {
 	struct backoff b;
-	struct errbuf le = { "" };
-	char *get_path;
+	struct errbuf le = { "" }, refused = { "" };
+	char *get_path, tested[KUBE_RV_MAX] = "";
 	int r = 0;
 
 	/* the object is read where it is written: GET works on /status too */
@@ -1030,6 +1077,15 @@ kube_patch_retry(struct kube_client *c, const char *path, kube_patch_fn build,
 			    "metadata.resourceVersion", get_path);
 			break;
 		}
+		if (tested[0] != '\0' && strcmp(rv, tested) == 0) {
+			/* the bare 422 of a JSON patch, and the object did not
+			 * move: its validation refused the patch */
+			json_object_put(cur);
+			le = refused;
+			r = ERR_INVALID;
+			break;
+		}
+		tested[0] = '\0';
 		t = build(cur, &patch, arg, &le);
 		if (t == KUBE_PATCH_NOOP) {
 			json_object_put(patch);
@@ -1047,10 +1103,19 @@ kube_patch_retry(struct kube_client *c, const char *path, kube_patch_fn build,
 			json_object_put(cur);
 			break;
 		}
-		if (t == KUBE_PATCH_MERGE)
+		if (t == KUBE_PATCH_MERGE) {
 			r = kube_patch_merge(c, path, patch, rv, &out, NULL, &le);
-		else
-			r = kube_patch_json(c, path, patch, rv, &out, NULL, &le);
+		} else {
+			long status = 0;
+			r = kube_patch_json_do(c, path, patch, rv, 0, &out, &status, &le);
+			if (r == ERR_INVALID && status == 422 && strlen(rv) < sizeof(tested)) {
+				/* a failed test or a refused patch: the
+				 * next read tells (kube_patch_test_check) */
+				memcpy(tested, rv, strlen(rv) + 1);
+				refused = le;
+				r = ERR_CONFLICT;
+			}
+		}
 		json_object_put(patch);
 		json_object_put(cur);
 		if (r == 0) {

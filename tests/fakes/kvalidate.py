@@ -285,9 +285,10 @@ def validate_node(node, old):
                 if a != b:
                     errs.append(f_forbidden("spec.podCIDRs", msg))
     if ospec.get("providerID") and ospec["providerID"] != spec.get("providerID", ""):
-        errs.append(f_forbidden(
-            "spec.providerID",
-            'node updates may not change providerID except from "" to valid'))
+        # 1.37's declarative immutability: the value is not shown (null)
+        errs.append(f_invalid(
+            "spec.providerID", None, "field cannot be %s once set" %
+            ("modified" if spec.get("providerID") else "cleared")))
     # ValidateNode runs before ValidateNodeUpdate, so taint errors repeat
     if spec.get("taints"):
         errs += validate_taints(spec["taints"], "metadata.taints")

@@ -382,8 +382,8 @@ def test_json_patch_test_and_failures(admin, mk):
     code, _, body = admin.request("PATCH", NODES + "/p3", ops, ctype=JSONP)
     assert code == 422 and status_keys(body) == ("Invalid", 422)
     assert body["message"] == "the server rejected our request due to an error in our request"
-    assert body["details"]["causes"][0]["message"] == \
-        "testing value /metadata/resourceVersion failed: test failed"
+    # kube-apiserver 1.37 names no cause for a failed test (details: {})
+    assert body["details"] == {}
     code, _, body = admin.request("PATCH", NODES + "/p3",
                                   [{"op": "remove", "path": "/spec/nothing"}], ctype=JSONP)
     assert code == 422
@@ -459,8 +459,16 @@ def test_node_immutable_fields(admin, mk):
     code, _, body = admin.request("PATCH", NODES + "/v3", {"spec": {"providerID": "aws:///i-2"}},
                                   ctype=MERGE)
     assert code == 422
-    assert body["message"] == ('Node "v3" is invalid: spec.providerID: Forbidden: node '
-                               'updates may not change providerID except from "" to valid')
+    assert body["message"] == ('Node "v3" is invalid: spec.providerID: Invalid value: null: '
+                               'field cannot be modified once set')
+    assert body["details"]["causes"] == [{
+        "reason": "FieldValueInvalid", "field": "spec.providerID",
+        "message": "Invalid value: null: field cannot be modified once set"}]
+    code, _, body = admin.request("PATCH", NODES + "/v3", {"spec": {"providerID": None}},
+                                  ctype=MERGE)
+    assert code == 422
+    assert body["message"] == ('Node "v3" is invalid: spec.providerID: Invalid value: null: '
+                               'field cannot be cleared once set')
     code, _, body = admin.request("PATCH", NODES + "/v3", {"spec": {"podCIDRs": ["10.244.9.0/24"]}},
                                   ctype=MERGE)
     assert code == 422

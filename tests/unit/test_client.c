@@ -1261,4 +1261,54 @@ TEST(conflict_loop_rereads_and_rebuilds)
 	free(test422);
 }
 
+/* kube-apiserver (1.37) answers a failed JSON patch test with a bare 422
+ * Invalid: no cause names the test. One read tells a stale precondition
+ * (the object at another version: ERR_CONFLICT) from a patch the object's
+ * validation refused (the same version: the 422 stands). */
+TEST(bare_422_to_a_json_patch_is_told_apart_by_one_read)
+{
+	const char *bare = "{\"kind\":\"Status\",\"apiVersion\":\"v1\",\"metadata\":{},"
+	    "\"status\":\"Failure\",\"message\":\"the server rejected our request due to an "
+	    "error in our request\",\"reason\":\"Invalid\",\"details\":{},\"code\":422}";
+	char *c422 = NULL;
+	char *v1 = ok_reply("{\"metadata\":{\"name\":\"n\",\"resourceVersion\":\"1\"}}");
+	char *v2 = ok_reply("{\"metadata\":{\"name\":\"n\",\"resourceVersion\":\"2\"}}");
+	char *nf = status_reply(404, "NotFound", NULL);
+	CHECK(asprintf(&c422, "HTTP/1.1 422 X\r\nContent-Type: application/json\r\n"
+	    "Connection: close\r\nContent-Length: %zu\r\n\r\n%s", strlen(bare), bare) > 0);
+	struct {
+		const char *second;
+		int want;
+	} cases[] = {
+		{ v2, ERR_CONFLICT },   /* moved on: the test failed */
+		{ v1, ERR_INVALID },    /* still at the tested version: refused */
+		{ nf, ERR_INVALID },    /* cannot tell: the 422 stands */
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		const char *replies[] = { c422, cases[i].second };
+		json_object *ops = json_tokener_parse("[{\"op\":\"remove\",\"path\":"
+		    "\"/spec/taints/0\"}]");
+		struct fixture f;
+		struct errbuf e = { "" };
+		long status = 0;
+		CHECK(fixture_start(&f, 2, replies) == 0);
+		int r = kube_patch_json(&f.c, "/api/v1/nodes/n/status?fieldManager=x", ops, "1",
+		    NULL, &status, &e);
+		fixture_stop(&f);
+		json_object_put(ops);
+		CHECK(r == cases[i].want);
+		CHECK(status == 422);
+		CHECK(f.s.served == 2);
+		CHECK(strncmp(f.s.req[1], "GET /api/v1/nodes/n/status HTTP/1.1", 35) == 0);
+		if (r == ERR_CONFLICT)
+			CHECK_CONTAINS(e.msg, "resourceVersion 1 tested, 2 now");
+		else
+			CHECK_CONTAINS(e.msg, "the server rejected our request");
+	}
+	free(c422);
+	free(v1);
+	free(v2);
+	free(nf);
+}
+
 TEST_MAIN()
