@@ -32,6 +32,12 @@
 #define ROUTECTL_EVENT_CREATE_FAILED "FailedToCreateRoute"   /* upstream's */
 #define ROUTECTL_MESSAGE_CREATED "RouteController created a route"   /* upstream's */
 #define ROUTECTL_MESSAGE_NOT_CREATED "RouteController failed to create a route"
+/* route_controller_route_sync_total's label values (upstream's) */
+#define ROUTECTL_TRIGGER_NODE "node_change"
+#define ROUTECTL_TRIGGER_PERIODIC "periodic"
+#define ROUTECTL_OUTCOME_CHANGED "changed"
+#define ROUTECTL_OUTCOME_NOOP "noop"
+#define ROUTECTL_OUTCOME_ERROR "error"
 
 /* A condition this controller wrote, by Node name, until the cache shows
  * a version of the Node other than those the write went over: the cached
@@ -55,6 +61,7 @@ struct routectl {
 	int armed;                      /* the first pass is under way: events count (mu) */
 	int in_pass;                    /* (mu) */
 	int event_pending;              /* an event asked for a pass (mu) */
+	int node_change;                /* a Node's event among them (mu) */
 	int64_t event_after_ns;         /* no event-triggered pass before (mu) */
 	int64_t next_pass_ns;           /* the periodic pass is due (mu) */
 
@@ -82,7 +89,11 @@ static void
 routectl_metrics_init(void)
 {
 	routectl_m_syncs = metrics_counter("route_controller_route_sync_total",
-	    "Passes of the route controller (routes synced with the cloud provider).", NULL);
+	    "Passes of the route controller (routes synced with the cloud provider), by what "
+	    "asked for the pass (node_change: a Node added, deleted, or its podCIDRs or "
+	    "addresses changed; periodic: the reconciliation period) and by outcome (error: "
+	    "the routes could not be listed; changed: a route was created or deleted; noop: "
+	    "neither).", "outcome,trigger");
 	routectl_m_ops = metrics_counter("bootccm_route_operations_total",
 	    "Route operations asked of the cloud provider, by operation (create, delete) "
 	    "and result (success, error).", "operation,result");
@@ -494,6 +505,7 @@ struct routectl_phase {
 	struct routectl_plan *plan;
 	const struct kube_node *const *nodes;
 	struct nodeview *views;         /* per Node (creates) */
+	size_t done;                    /* operations that succeeded (atomic) */
 };
 
 static void *
@@ -556,12 +568,14 @@ routectl_delete_one(struct routectl_phase *ph, size_t i)
 
 	rc = c->cfg.provider->routes->delete_(c->cfg.provider_state, c->cluster_name, r, &e);
 	metric_add(routectl_m_ops, 1, "delete", rc < 0 ? "error" : "success");
-	if (rc < 0)
+	if (rc < 0) {
 		log_warn("Could not delete route", "route", r->name, "cidr", r->destination_cidr,
 		    "node", r->target_node, "err", e.msg, NULL);
-	else
-		log_info(0, "Deleted route", "route", r->name, "cidr", r->destination_cidr,
-		    "node", r->target_node, "blackhole", r->blackhole ? "true" : "false", NULL);
+		return;
+	}
+	__atomic_fetch_add(&ph->done, 1, __ATOMIC_RELAXED);
+	log_info(0, "Deleted route", "route", r->name, "cidr", r->destination_cidr,
+	    "node", r->target_node, "blackhole", r->blackhole ? "true" : "false", NULL);
 }
 
 static void
@@ -585,6 +599,7 @@ routectl_create_one(struct routectl_phase *ph, size_t i)
 	metric_add(routectl_m_ops, 1, "create", rc < 0 ? "error" : "success");
 	if (rc == 0) {
 		w->state = ROUTECTL_WANT_CREATED;
+		__atomic_fetch_add(&ph->done, 1, __ATOMIC_RELAXED);
 		log_info(0, "Created route", "node", n->name, "cidr", cidr, NULL);
 		return;
 	}
@@ -595,8 +610,9 @@ routectl_create_one(struct routectl_phase *ph, size_t i)
 	    "Could not create route %s for node %s: %s", cidr, n->name, e.msg);
 }
 
-/* routectl_deletes deletes the routes the plan condemns. */
-static void
+/* routectl_deletes deletes the routes the plan condemns; returns how many
+ * it deleted. */
+static size_t
 routectl_deletes(struct routectl *c, struct routectl_plan *plan,
     const struct cloud_route *routes, size_t nroutes)
 {
@@ -610,10 +626,12 @@ routectl_deletes(struct routectl *c, struct routectl_plan *plan,
 			ph.idx[ph.n++] = i;
 	routectl_phase_run(&ph);
 	free(ph.idx);
+	return ph.done;
 }
 
-/* routectl_creates creates the missing routes, each with its target Node. */
-static void
+/* routectl_creates creates the missing routes, each with its target Node;
+ * returns how many it created. */
+static size_t
 routectl_creates(struct routectl *c, struct routectl_plan *plan,
     const struct kube_node *const *nodes, size_t n)
 {
@@ -645,6 +663,7 @@ routectl_creates(struct routectl *c, struct routectl_plan *plan,
 	free(ph.views);
 	free(ph.idx);
 	free(viewed);
+	return ph.done;
 }
 
 /* routectl_report logs the routes left alone for an unreadable destination,
@@ -833,8 +852,10 @@ routectl_list_failed(struct routectl *c, const struct errbuf *e)
 	c->warned_list = 1;
 }
 
+/* routectl_pass runs one pass; trigger is what asked for it (a
+ * route_controller_route_sync_total label value). */
 static void
-routectl_pass(struct routectl *c)
+routectl_pass(struct routectl *c, const char *trigger)
 {
 	const struct cloud_routes_ops *ops = c->cfg.provider->routes;
 	struct routectl_listing l = { NULL, 0, 0, 0 };
@@ -844,17 +865,19 @@ routectl_pass(struct routectl *c)
 	struct hmap kept;
 	struct errbuf e = { "" };
 	int64_t t0 = clock_mono_ns();
-	size_t n = 0, i;
+	size_t n = 0, i, changed;
 	int r;
 
-	metric_add(routectl_m_syncs, 1);
 	r = ops->list(c->cfg.provider_state, c->cluster_name, routectl_list_cb, &l, &e);
 	if (l.too_many)
 		r = errbuf_set(&e, ERR_TOO_LARGE, "the provider lists more than %d routes",
 		    ROUTECTL_ROUTES_MAX);
 	if (r < 0) {
-		if (!routectl_stopping(c))
+		/* a listing a stop aborted is no reconcile */
+		if (!routectl_stopping(c)) {
 			routectl_list_failed(c, &e);
+			metric_add(routectl_m_syncs, 1, ROUTECTL_OUTCOME_ERROR, trigger);
+		}
 		free(l.v);
 		return;
 	}
@@ -869,9 +892,9 @@ routectl_pass(struct routectl *c)
 	routectl_report(c, &plan, nodes, l.v, l.n);
 	/* deletes first: a CIDR that moved to another Node, or a blackholed
 	 * route, is free for its create */
-	routectl_deletes(c, &plan, l.v, l.n);
+	changed = routectl_deletes(c, &plan, l.v, l.n);
 	if (!routectl_stopping(c))
-		routectl_creates(c, &plan, nodes, n);
+		changed += routectl_creates(c, &plan, nodes, n);
 	hmap_init(&kept, HMAP_COPY_KEYS);
 	for (i = 0; i < n && !routectl_stopping(c); i++) {
 		int routed = routectl_node_routed(&plan, i);
@@ -880,6 +903,10 @@ routectl_pass(struct routectl *c)
 	}
 	hmap_free(&c->written, free);
 	c->written = kept;
+	/* like upstream's: counted once the provider calls are done, whether
+	 * or not the Node conditions were all written */
+	metric_add(routectl_m_syncs, 1, changed ? ROUTECTL_OUTCOME_CHANGED : ROUTECTL_OUTCOME_NOOP,
+	    trigger);
 	if (!routectl_stopping(c))
 		metric_observe(routectl_m_pass, (double)(clock_mono_ns() - t0) / NS_PER_S);
 	routectl_plan_free(&plan);
@@ -927,6 +954,7 @@ routectl_main(void *arg)
 	struct routectl *c = arg;
 	struct wq *q = c->run_q;
 	const char *key;
+	int first = 1;
 
 	if (!routectl_wait_synced(c))
 		return NULL;
@@ -938,6 +966,7 @@ routectl_main(void *arg)
 	wq_add(q, ROUTECTL_KEY);
 	while (wq_get(q, &key) > 0) {
 		int64_t now = clock_mono_ns(), due;
+		const char *trigger;
 		int event;
 
 		pthread_mutex_lock(&c->mu);
@@ -952,11 +981,17 @@ routectl_main(void *arg)
 		 * event's waits a period for; either kind serves every event
 		 * seen so far */
 		event = now < c->next_pass_ns;
+		/* the first pass is for the Nodes the cache listed (upstream:
+		 * their add events); a pass that serves a Node's event is that
+		 * event's, whatever else was due */
+		trigger = first || c->node_change ? ROUTECTL_TRIGGER_NODE : ROUTECTL_TRIGGER_PERIODIC;
+		first = 0;
 		c->event_pending = 0;
+		c->node_change = 0;
 		c->in_pass = 1;
 		pthread_mutex_unlock(&c->mu);
 
-		routectl_pass(c);
+		routectl_pass(c, trigger);
 
 		now = clock_mono_ns();
 		pthread_mutex_lock(&c->mu);
@@ -972,15 +1007,16 @@ routectl_main(void *arg)
 	return NULL;
 }
 
-/* routectl_trigger asks for a pass on a Node event: at once, or when the
- * last event-triggered pass is a period old; during a pass, the pass
- * thread schedules it when the pass ends. */
+/* routectl_trigger asks for a pass on an event (node: a Node's): at once,
+ * or when the last event-triggered pass is a period old; during a pass,
+ * the pass thread schedules it when the pass ends. */
 static void
-routectl_trigger(struct routectl *c)
+routectl_trigger(struct routectl *c, int node)
 {
 	pthread_mutex_lock(&c->mu);
 	if (c->q != NULL && c->armed) {
 		c->event_pending = 1;
+		c->node_change |= node;
 		if (!c->in_pass)
 			wq_add_after(c->q, ROUTECTL_KEY, routectl_due(c) - clock_mono_ns());
 	}
@@ -997,28 +1033,28 @@ routectl_retry_now(struct routectl *c)
 	pthread_mutex_lock(&c->mu);
 	c->event_after_ns = 0;
 	pthread_mutex_unlock(&c->mu);
-	routectl_trigger(c);
+	routectl_trigger(c, 0);
 }
 
 static void
 routectl_on_add(const struct store_obj *o, void *arg)
 {
 	if (routectl_node_triggers(NULL, kube_node_of(o)))
-		routectl_trigger(arg);
+		routectl_trigger(arg, 1);
 }
 
 static void
 routectl_on_update(const struct store_obj *old, const struct store_obj *o, void *arg)
 {
 	if (routectl_node_triggers(kube_node_of(old), kube_node_of(o)))
-		routectl_trigger(arg);
+		routectl_trigger(arg, 1);
 }
 
 static void
 routectl_on_delete(const struct store_obj *o, void *arg)
 {
 	if (routectl_node_triggers(kube_node_of(o), NULL))
-		routectl_trigger(arg);
+		routectl_trigger(arg, 1);
 }
 
 /* --- life cycle ------------------------------------------------------------- */
@@ -1108,6 +1144,7 @@ routectl_start(struct routectl *c, struct errbuf *e)
 	c->armed = 0;
 	c->in_pass = 0;
 	c->event_pending = 0;
+	c->node_change = 0;
 	c->event_after_ns = 0;
 	c->next_pass_ns = 0;
 	pthread_mutex_unlock(&c->mu);

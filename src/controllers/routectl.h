@@ -38,7 +38,8 @@
  *   as written. lastTransitionTime changes only with the status,
  *   lastHeartbeatTime is the write's time. A condition another component
  *   (a CNI: CalicoIsUp, CiliumIsUp...) set, with any reason but ours, is
- *   NEVER overwritten (upstream overwrites it since January 2026);
+ *   NEVER overwritten (upstream overwrites it since v1.36, kubernetes
+ *   #136561);
  * - event-driven (KEP-5237): a Node added or deleted, or whose podCIDRs or
  *   addresses changed (routectl_node_triggers), triggers a pass at once,
  *   except that an event-triggered pass starts no sooner than one period
@@ -46,7 +47,12 @@
  *   a period after each pass ends (so a pass follows every event within
  *   one period, and an idle cluster costs one list per period).
  * Failures to list warn once per run of failing passes (each at -v=2).
- * Metrics: route_controller_route_sync_total (upstream's name: passes),
+ * Metrics: route_controller_route_sync_total{outcome,trigger}, upstream's
+ * (k8s.io/cloud-provider v0.37): one per pass once its provider calls are
+ * done, trigger node_change (the first pass of a run, and a pass that
+ * serves a Node's event) or periodic (the period, or routectl_retry_now),
+ * outcome error (the listing failed; a listing a stop aborted is not
+ * counted), changed (a route created or deleted) or noop;
  * bootccm_route_operations_total{operation,result} (create/delete,
  * success/error), bootccm_route_pass_duration_seconds (completed passes). */
 #ifndef BOOTCCM_CONTROLLERS_ROUTECTL_H

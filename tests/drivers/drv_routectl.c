@@ -31,7 +31,11 @@
  *   {"event":"call","op":"create","phase":"end","name":"","cidr":C,"node":NODE,
  *    "rc":..,"t":T}
  *   {"event":"call","op":"delete","name":N,"cidr":C,"node":NODE,"rc":..,"t":T}
- *   {"event":"pass","passes":N,"t":T}   a pass has completed (metric)
+ *   {"event":"pass","passes":N,"syncs":{"OUTCOME/TRIGGER":K,...},"t":T}
+ *                                    a pass has completed (passes: those the
+ *                                    duration histogram observed; syncs:
+ *                                    route_controller_route_sync_total's
+ *                                    series), on a change of either
  *   {"event":"exit","maxInflight":K,"stopSeconds":S} on SIGTERM */
 #include <pthread.h>
 #include <signal.h>
@@ -58,6 +62,7 @@
 #define DRV_LINE_MAX (256 * 1024)  /* bytes: one command line */
 #define DRV_FAILS_MAX 64
 #define DRV_PASSES "bootccm_route_pass_duration_seconds_count "
+#define DRV_SYNCS "\nroute_controller_route_sync_total{outcome=\""
 
 static struct stop drv_stop;
 static pthread_mutex_t drv_out_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -428,18 +433,33 @@ drv_reader(void *arg)
 	return NULL;
 }
 
-/* drv_passes returns how many passes have completed. */
+/* drv_passes returns how many passes have completed, and in *syncs
+ * (new) route_controller_route_sync_total's series as "OUTCOME/TRIGGER":
+ * count. */
 static long
-drv_passes(void)
+drv_passes(json_object **syncs)
 {
-	char *text = NULL, *p;
+	char *text = NULL, *p, *q, *end;
 	size_t len;
 	long n = 0;
 
+	*syncs = json_object_new_object();
 	if (metrics_render(&text, &len) < 0)
 		return 0;
 	if ((p = strstr(text, DRV_PASSES)) != NULL)
 		n = strtol(p + strlen(DRV_PASSES), NULL, 10);
+	/* route_controller_route_sync_total{outcome="O",trigger="T"} K */
+	for (p = text; (p = strstr(p, DRV_SYNCS)) != NULL; p = end) {
+		char key[64];
+		p += strlen(DRV_SYNCS);
+		if ((q = strchr(p, '"')) == NULL || strncmp(q, "\",trigger=\"", 11) != 0 ||
+		    (end = strchr(q + 11, '"')) == NULL)
+			break;
+		snprintf(key, sizeof(key), "%.*s/%.*s", (int)(q - p), p, (int)(end - q - 11),
+		    q + 11);
+		json_object_object_add(*syncs, key,
+		    json_object_new_int64(strtol(end + 2, NULL, 10)));
+	}
 	free(text);
 	return n;
 }
@@ -466,6 +486,7 @@ main(int argc, char **argv)
 	struct drv_ctl ctl = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	pthread_t reader;
 	long v = 0, passes = 0, seen = 0;
+	json_object *syncs, *seen_syncs = json_object_new_object();
 	int64_t t0;
 	json_object *o, *seed = NULL;
 
@@ -525,13 +546,20 @@ main(int argc, char **argv)
 		return 1;
 	pthread_detach(reader);
 	while (!stop_sleep(&drv_stop, 20 * NS_PER_MS)) {
-		if ((passes = drv_passes()) != seen) {
+		passes = drv_passes(&syncs);
+		if (passes != seen || !json_object_equal(syncs, seen_syncs)) {
 			seen = passes;
+			json_object_put(seen_syncs);
+			seen_syncs = json_object_get(syncs);
 			o = drv_event("pass");
 			json_object_object_add(o, "passes", json_object_new_int64(passes));
+			json_object_object_add(o, "syncs", syncs);
 			drv_emit(o);
+		} else {
+			json_object_put(syncs);
 		}
 	}
+	json_object_put(seen_syncs);
 	/* the gate opens for a stop: a held create ends */
 	pthread_mutex_lock(&drv.lock);
 	pthread_cond_broadcast(&drv.gate_cv);

@@ -112,6 +112,11 @@ class Routes(Lifecycle):
         return sorted((r["target"], r["cidr"], r["blackhole"])
                       for r in self.cmd(cmd="table")["routes"])
 
+    def syncs(self):
+        """route_controller_route_sync_total now: {"OUTCOME/TRIGGER": n}."""
+        got = self.events("pass")
+        return got[-1]["syncs"] if got else {}
+
 
 @pytest.fixture
 def routes(api, tmp):
@@ -294,8 +299,9 @@ def test_condition_unchanged_is_not_written_and_a_cni_condition_is_left_alone(ap
     api.create_object(node("plain", ["10.244.2.0/24"]))
     api.create_object(node("cni-down", ["10.244.3.0/24"], [dict(
         cni[0], status="True", reason="CiliumIsDown", message="Cilium is not ready")]))
-    # calico's route cannot be created: upstream (since January 2026) would
-    # write True/NoRouteCreated over Calico's condition; we never do
+    # calico's route cannot be created: upstream writes True/NoRouteCreated
+    # over Calico's condition (before 1.36 too: it compared the status only;
+    # since 1.36 it writes False/RouteCreated over it as well); we never do
     r = routes("--cluster-cidr", CIDR4, "--period", "0.2s",
                fails=[{"op": "create", "cidr": "10.244.1.0/24", "count": -1}])
     r.wait(lambda: r.calls("create", "end", node="plain", rc="ok"), what="plain's route")
@@ -418,3 +424,32 @@ def test_stops_and_restarts_with_leadership(api, routes):
     r.wait_passes(2)
     assert r.table() == [("a", "10.244.1.0/24", False), ("b", "10.244.2.0/24", False)]
     assert r.stop()["stopSeconds"] < 2.0
+
+
+def test_route_sync_total_counts_passes_by_trigger_and_outcome(api, routes):
+    """upstream's labels (k8s.io/cloud-provider v0.37): trigger node_change
+    or periodic, outcome changed, noop or error."""
+    api.create_object(node("a", ["10.244.1.0/24"]))
+    r = routes("--cluster-cidr", CIDR4, "--period", "2s")
+    # the first pass, for the Nodes listed, creates a's route
+    first = r.wait(lambda: [e for e in r.events("pass") if e["syncs"]], what="the first pass")[0]
+    assert first["syncs"] == {"changed/node_change": 1}
+    r.wait(lambda: r.syncs().get("noop/periodic"), timeout=20, what="an idle periodic pass")
+    api.create_object(node("b", ["10.244.2.0/24"]))
+    r.wait(lambda: r.calls("create", "end", node="b", rc="ok"), what="b's route")
+
+    def changed():
+        s = r.syncs()
+        return s.get("changed/node_change", 0) + s.get("changed/periodic", 0)
+    r.wait(lambda: changed() == 2, what="b's pass counted")
+    assert r.syncs().get("changed/node_change", 0) >= 1
+    # a failed listing: an error, whatever asked for the pass
+    r.cmd(cmd="fail", op="list", count=1)
+    r.wait(lambda: sum(v for k, v in r.syncs().items() if k.startswith("error/")) == 1,
+           timeout=20, what="an error pass")
+    api.delete_object("nodes", "b")
+    r.wait(lambda: r.calls("delete", cidr="10.244.2.0/24", rc="ok"), timeout=20,
+           what="b's route deleted")
+    r.wait(lambda: changed() == 3, what="the delete's pass counted")
+    assert set(r.syncs()) <= {"%s/%s" % (o, t) for o in ("changed", "noop", "error")
+                              for t in ("node_change", "periodic")}

@@ -26,9 +26,10 @@ def fake_metadata():
     return mod
 
 
-def kubelet_node(name, node_ip):
-    """A Node as kubelet --cloud-provider=external --node-ip registers it."""
-    return {"apiVersion": "v1", "kind": "Node",
+def kubelet_node(name, node_ip, provider_id=None):
+    """A Node as kubelet --cloud-provider=external --node-ip registers it
+    (with --provider-id when provider_id is given)."""
+    node = {"apiVersion": "v1", "kind": "Node",
             "metadata": {"name": name,
                          "labels": {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
                                     "kubernetes.io/arch": "amd64"},
@@ -36,6 +37,9 @@ def kubelet_node(name, node_ip):
             "spec": {"taints": [
                 {"key": UNINITIALIZED, "value": "true", "effect": "NoSchedule"},
                 {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]}}
+    if provider_id:
+        node["spec"]["providerID"] = provider_id
+    return node
 
 
 def tainted(node):
