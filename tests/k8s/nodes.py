@@ -1,6 +1,6 @@
 """What the tests in tests/k8s/ share about Nodes and bootccm: a Node as a
-kubelet registers it, the fake EC2 metadata service, and bootccm's command
-line for the metadata provider."""
+kubelet registers it, the fake EC2 metadata service, bootccm's command
+line for the metadata provider, and a token allowed to read its /metrics."""
 
 import importlib.util
 import os
@@ -49,3 +49,16 @@ def metadata_daemon_args(cp, md, node=NODE, extra=()):
             "--cloud-provider=metadata", "--node-name", node,
             "--metadata-cloud=ec2", "--metadata-endpoint=" + md.url,
             "--metadata-dmi-dir=" + EC2_DMI] + list(extra)
+
+
+def metrics_reader_token(cp, name):
+    """A token of a new ServiceAccount default/NAME that the ClusterRole
+    metrics-reader (made on first use) lets get /metrics, as a Prometheus
+    scraper is set up."""
+    token = cp.service_account_token(name)
+    if cp.kubectl("get", "clusterrole", "metrics-reader", check=False).returncode != 0:
+        cp.kubectl("create", "clusterrole", "metrics-reader", "--verb=get",
+                   "--non-resource-url=/metrics")
+    cp.kubectl("create", "clusterrolebinding", "metrics-reader-" + name,
+               "--clusterrole=metrics-reader", "--serviceaccount=default:" + name)
+    return token
