@@ -1,9 +1,11 @@
 """What the tests in tests/k8s/ share about Nodes and bootccm: a Node as a
 kubelet registers it, the fake EC2 metadata service, bootccm's command
-line for the metadata provider, and a token allowed to read its /metrics."""
+line for the metadata provider, a token allowed to read its /metrics, and
+the poll that waits on what it does."""
 
 import importlib.util
 import os
+import time
 
 from controlplane import ROOT
 
@@ -62,3 +64,21 @@ def metrics_reader_token(cp, name):
     cp.kubectl("create", "clusterrolebinding", "metrics-reader-" + name,
                "--clusterrole=metrics-reader", "--serviceaccount=default:" + name)
     return token
+
+
+def poll(pred, what, daemon=None, timeout=30.0, log=None, interval=0.1):
+    """pred()'s first true value, polled every INTERVAL; fails after TIMEOUT
+    seconds, or as soon as DAEMON (a harness.Daemon) has exited, naming
+    WHAT, with the end of DAEMON's output (or of log())."""
+    def tail():
+        if log:
+            return log()
+        return daemon.output()[-3000:] if daemon else ""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        assert daemon is None or daemon.alive(), "bootccm exited:\n" + tail()
+        assert time.monotonic() < deadline, "no %s within %ss:\n%s" % (what, timeout, tail())
+        time.sleep(interval)

@@ -12,15 +12,13 @@ plane and one pool:
    cleans it up (bootccm removes the finalizer, the Service goes) and the
    waiting one gets the address."""
 
-import os
 import re
-import time
 
 import pytest
 import yaml
 
 from harness import Daemon, free_port, https_get
-from nodes import metrics_reader_token
+from nodes import metrics_reader_token, poll
 
 USER = "system:cloud-controller-manager"
 FIN = "service.kubernetes.io/load-balancer-cleanup"
@@ -112,18 +110,7 @@ class StaticLB(object):
                 and (reason is None or e["reason"] == reason)]
 
     def wait(self, pred, what, log=None):
-        """pred()'s first true value, polled; fails after TIMEOUT_S or when
-        bootccm exits, with its output (or log()'s)."""
-        log = log or (lambda: self.d.output()[-3000:])
-        deadline = time.monotonic() + TIMEOUT_S
-        while True:
-            v = pred()
-            if v:
-                return v
-            assert self.d is None or self.d.alive(), log()
-            assert time.monotonic() < deadline, "no %s within %ss:\n%s" % (
-                what, TIMEOUT_S, log())
-            time.sleep(0.1)
+        return poll(pred, what, self.d, TIMEOUT_S, log)
 
     def syncs(self, result):
         """bootccm_service_syncs_total{result} from /metrics."""
