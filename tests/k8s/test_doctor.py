@@ -113,6 +113,11 @@ def static_pod(admin, host):
            "metadata": {"name": "bootccm-" + host, "namespace": "kube-system"},
            "spec": {"nodeName": host, "hostNetwork": True,
                     "containers": [{"name": "bootccm", "image": "bootccm:test"}]}}
+    # the ServiceAccount admission plugin refuses pods in a namespace until
+    # kube-controller-manager has made its default ServiceAccount
+    poll(lambda: admin.request(
+        "GET", "/api/v1/namespaces/kube-system/serviceaccounts/default")[0] == 200,
+        "the ServiceAccount kube-system/default")
     path = "/api/v1/namespaces/kube-system/pods"
     status, body = admin.request("POST", path, pod)
     assert status == 201, body
