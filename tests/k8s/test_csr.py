@@ -4,8 +4,9 @@ bootccm from the fake EC2 metadata service (so its addresses are verified);
 kubelet serving certificate requests made with openssl and created with the
 node's own identity (system:node:NAME in system:nodes) are then decided by
 bootccm as system:cloud-controller-manager under static-pod/rbac.yaml as
-shipped, and an approved one is signed by the real kube-controller-manager
-with the cluster CA."""
+shipped. An approved one is signed by the real kube-controller-manager with
+the cluster CA; one naming an address the node lacks stays pending, or with
+--csr-deny is denied (and so never signed)."""
 
 import base64
 import subprocess
@@ -24,17 +25,34 @@ OTHER_IP = "10.9.9.9"  # an address the node does not have
 TIMEOUT_S = 30  # the approver lists every 5 s; a loaded machine
 
 
+class Approver(object):
+    """bootccm with the csr-approver against cp and the fake EC2 metadata
+    service md, as system:cloud-controller-manager."""
+
+    def __init__(self, cp, md):
+        self.cp, self.md, self.d = cp, md, None
+
+    def start(self, extra=()):
+        self.d = Daemon(metadata_daemon_args(self.cp, self.md, extra=[
+            "--secure-port=0", "--controllers=*,csr-approver"] + list(extra)))
+
+    def stop(self):
+        rc, out = self.d.stop()
+        assert rc == 0, out
+        assert "forbidden" not in out.lower(), out
+
+
 @pytest.fixture(scope="module")
 def approver(ccm_cp):
     """bootccm with the csr-approver, once it has initialized NODE from the
-    metadata service: (the Daemon, the Node)."""
+    metadata service: (the Approver, the Node)."""
     cp = ccm_cp
     status, obj = cp.node_client(NODE).request("POST", "/api/v1/nodes",
                                                 kubelet_node(NODE, NODE_IP))
     assert status == 201, obj
     md = fake_metadata().FakeMetadata("ec2").start()
-    d = Daemon(metadata_daemon_args(cp, md, extra=["--secure-port=0",
-                                                   "--controllers=*,csr-approver"]))
+    a = Approver(cp, md)
+    a.start()
     try:
         admin = cp.client("admin")
 
@@ -42,14 +60,14 @@ def approver(ccm_cp):
             status, node = admin.request("GET", "/api/v1/nodes/" + NODE)
             assert status == 200, node
             return not tainted(node) and node
-        node = poll(initialized, "initialization of " + NODE, d, TIMEOUT_S)
+        node = poll(initialized, "initialization of " + NODE, a.d, TIMEOUT_S)
         assert node["metadata"]["annotations"]["bootccm.io/address-source"] == \
             "instance-metadata", node["metadata"]
-        yield d, node
+        yield a, node
     finally:
-        rc, out = d.stop()
+        if a.d.result is None:
+            a.stop()
         md.stop()
-    assert "forbidden" not in out.lower(), out
 
 
 def request(tmp_path, name, sans):
@@ -98,7 +116,7 @@ def openssl_x509(pem, *args):
 def test_a_request_for_the_nodes_own_addresses_is_approved_and_signed(ccm_cp, approver,
                                                                         tmp_path):
     cp = ccm_cp
-    d, node = approver
+    a, node = approver
     dns = [a["address"] for a in node["status"]["addresses"]
            if a["type"] in ("Hostname", "InternalDNS")][0]
     name = "serving-" + NODE
@@ -112,7 +130,7 @@ def test_a_request_for_the_nodes_own_addresses_is_approved_and_signed(ccm_cp, ap
         status, body = admin.request("GET", "%s/%s" % (CSRS, name))
         assert status == 200, body
         return body["status"].get("certificate") and body
-    body = poll(signed, "certificate for " + name, d, TIMEOUT_S)
+    body = poll(signed, "certificate for " + name, a.d, TIMEOUT_S)
     approved = conditions(body)["Approved"]
     assert (approved["status"], approved["reason"]) == ("True", "AutoApproved"), approved
     assert NODE in approved["message"]
@@ -137,13 +155,13 @@ def test_a_request_for_the_nodes_own_addresses_is_approved_and_signed(ccm_cp, ap
 
 def test_a_request_for_an_address_the_node_lacks_stays_pending(ccm_cp, approver, tmp_path):
     cp = ccm_cp
-    d, _ = approver
+    a, _ = approver
     name = "other-ip-" + NODE
     status, body = cp.node_client(NODE).request(
         "POST", CSRS, request(tmp_path, name, "IP:%s,IP:%s" % (NODE_IP, OTHER_IP)))
     assert status == 201, body
     ev = poll(lambda: [e for e in events(cp, name) if e["reason"] == NOT_APPROVED],
-              "%s Event for %s" % (NOT_APPROVED, name), d, TIMEOUT_S)[0]
+              "%s Event for %s" % (NOT_APPROVED, name), a.d, TIMEOUT_S)[0]
     assert ev["type"] == "Warning", ev
     assert "(check ip-san)" in ev["message"] and OTHER_IP in ev["message"], ev
     # without --csr-deny it is left pending: no condition, no certificate,
@@ -153,3 +171,34 @@ def test_a_request_for_an_address_the_node_lacks_stays_pending(ccm_cp, approver,
     assert conditions(body) == {} and not body["status"].get("certificate"), body["status"]
     assert csr_writes(cp, name) == []
     assert not [e for e in cp.writes(USER) if e["responseStatus"]["code"] == 403]
+
+
+def test_with_csr_deny_the_same_request_is_denied_and_not_signed(ccm_cp, approver, tmp_path):
+    cp = ccm_cp
+    a, _ = approver
+    a.stop()
+    a.start(["--csr-deny"])
+    name = "denied-" + NODE
+    status, body = cp.node_client(NODE).request(
+        "POST", CSRS, request(tmp_path, name, "IP:%s,IP:%s" % (NODE_IP, OTHER_IP)))
+    assert status == 201, body
+    admin = cp.client("admin")
+
+    def decided():
+        status, body = admin.request("GET", "%s/%s" % (CSRS, name))
+        assert status == 200, body
+        return conditions(body) and body
+    body = poll(decided, "a decision on " + name, a.d, TIMEOUT_S)
+    denied = conditions(body)["Denied"]
+    assert (denied["status"], denied["reason"]) == ("True", "AutoDenied"), denied
+    assert "(check ip-san)" in denied["message"], denied
+    assert list(conditions(body)) == ["Denied"]
+    ev = poll(lambda: [e for e in events(cp, name) if e["reason"] == "AutoDenied"],
+              "AutoDenied Event for " + name, a.d, TIMEOUT_S)[0]
+    assert ev["type"] == "Warning", ev
+    # the real API server took the Denied condition through /approval, once
+    assert csr_writes(cp, name) == [("update", "approval", 200)]
+    # and the signer leaves a denied request alone
+    status, body = admin.request("GET", "%s/%s" % (CSRS, name))
+    assert status == 200 and not body["status"].get("certificate"), body
+    a.stop()
