@@ -846,6 +846,8 @@ def defaults(res, obj, old, registry, sub=""):
             spec["podCIDR"] = spec["podCIDRs"][0]
         elif spec.get("podCIDR") and not spec.get("podCIDRs"):
             spec["podCIDRs"] = [spec["podCIDR"]]
+    elif res.group == "" and k == "Pod":
+        _pod_defaults(obj, old)
     elif res.group == "" and k == "Service":
         _service_defaults(obj, old, registry, sub)
     elif res.group == "" and k == "Namespace":
@@ -876,6 +878,41 @@ def defaults(res, obj, old, registry, sub=""):
         obj.setdefault("deprecatedFirstTimestamp", None)
         obj.setdefault("deprecatedLastTimestamp", None)
         obj.setdefault("eventTime", None)
+
+
+def _pod_qos(spec):
+    """qos.GetPodQOS: Guaranteed when every container's requests equal its
+    limits for both cpu and memory, BestEffort when none sets any,
+    Burstable otherwise."""
+    containers = (spec.get("initContainers") or []) + (spec.get("containers") or [])
+    requests, limits, all_equal = {}, {}, True
+    for c in containers:
+        r = c.get("resources") or {}
+        req, lim = dict(r.get("limits") or {}), r.get("limits") or {}
+        req.update(r.get("requests") or {})  # requests default to limits
+        for name in ("cpu", "memory"):
+            if name in req:
+                requests[name] = True
+            if name in lim:
+                limits[name] = True
+            if name not in lim or req.get(name) != lim.get(name):
+                all_equal = False
+    if not requests and not limits:
+        return "BestEffort"
+    if all_equal and len(limits) == 2:
+        return "Guaranteed"
+    return "Burstable"
+
+
+def _pod_defaults(obj, old):
+    """podStrategy: a new Pod's status is phase Pending with its QoS class,
+    whatever the request held; an update keeps the QoS class."""
+    if old is None:
+        obj["status"] = {"phase": "Pending", "qosClass": _pod_qos(obj.get("spec") or {})}
+        return
+    qos = (old.get("status") or {}).get("qosClass")
+    if qos:
+        obj.setdefault("status", {})["qosClass"] = qos
 
 
 def _drop_type_dependent(spec, ospec):

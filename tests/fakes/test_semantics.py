@@ -1069,3 +1069,27 @@ def test_a_requested_node_port_is_claimed_or_refused(small_ports):
     # ... and claimed nothing: 30000 is still free
     code, _, body = svc("e", 30000)
     assert code == 201, body
+
+
+def test_pod_status_on_create_and_status_update(admin):
+    # as the real podStrategy: a new Pod is Pending with its QoS class,
+    # whatever status the request held; a status update keeps the class
+    pods = "/api/v1/namespaces/default/pods"
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+           "spec": {"containers": [{"name": "c", "image": "x"}]},
+           "status": {"phase": "Running"}}
+    code, _, body = admin.request("POST", pods, pod)
+    assert code == 201, body
+    assert body["status"] == {"phase": "Pending", "qosClass": "BestEffort"}
+    body["status"] = {"phase": "Running"}
+    code, _, body = admin.request("PUT", pods + "/p/status", body)
+    assert code == 200, body
+    assert body["status"] == {"phase": "Running", "qosClass": "BestEffort"}
+    for name, res, qos in (
+            ("b", {"requests": {"cpu": "100m"}}, "Burstable"),
+            ("g", {"limits": {"cpu": "1", "memory": "1Gi"}}, "Guaranteed")):
+        pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
+               "spec": {"containers": [{"name": "c", "image": "x", "resources": res}]}}
+        code, _, body = admin.request("POST", pods, pod)
+        assert code == 201, body
+        assert body["status"]["qosClass"] == qos, body["status"]

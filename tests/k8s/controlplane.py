@@ -70,6 +70,8 @@ STOP_TIMEOUT_S = 10
 KWOK_SELECTOR = "type=kwok"  # the label of the Nodes kwok keeps alive
 KWOK_LEASE_S = 40  # the node Lease duration kwok renews, like a kubelet's default
 REQUEST_TIMEOUT_S = 15
+QUIET_S = 2  # no new write for this long: a controller has nothing left to do
+QUIET_TIMEOUT_S = 60
 
 _PR_SET_PDEATHSIG = 1
 
@@ -625,6 +627,40 @@ class ControlPlane(object):
         if check and r.returncode != 0:
             raise RuntimeError("kubectl %s: %s" % (" ".join(args), r.stderr.strip()))
         return r
+
+    def service_account_token(self, name, namespace="default", seconds=600):
+        """A bound token (TokenRequest API) of a new ServiceAccount NAME,
+        made by the admin."""
+        admin = self.client("admin")
+        sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
+        status, body = admin.request(
+            "POST", "/api/v1/namespaces/%s/serviceaccounts" % namespace, sa)
+        if status != 201:
+            raise RuntimeError("creating ServiceAccount %s: %s %s" % (name, status, body))
+        req = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
+               "spec": {"expirationSeconds": seconds}}
+        status, body = admin.request(
+            "POST", "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (namespace, name), req)
+        if status != 201:
+            raise RuntimeError("TokenRequest for %s: %s %s" % (name, status, body))
+        return body["status"]["token"]
+
+    def quiet_writes(self, user, seconds=QUIET_S, timeout=QUIET_TIMEOUT_S):
+        """The audit entries of USER's writes once the audit log has held
+        no new one of them for SECONDS (a controller with nothing left to
+        do), waiting at most TIMEOUT for that quiet."""
+        deadline = time.monotonic() + timeout
+        last = self.writes(user)
+        since = time.monotonic()
+        while time.monotonic() - since < seconds:
+            if time.monotonic() > deadline:
+                raise AssertionError("%s kept writing for %ss: %s" % (
+                    user, timeout, [(e["verb"], e["objectRef"]) for e in last[-5:]]))
+            time.sleep(0.1)
+            now = self.writes(user)
+            if len(now) != len(last):
+                last, since = now, time.monotonic()
+        return last
 
     def writes(self, user=None):
         """The audit entries of every write so far, optionally of one user

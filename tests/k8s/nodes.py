@@ -1,9 +1,11 @@
 """What the tests in tests/k8s/ share about Nodes and bootccm: a Node as a
-kubelet registers it, the fake EC2 metadata service, and bootccm's command
-line for the metadata provider."""
+kubelet registers it, the fake EC2 metadata service, bootccm's command
+line for the metadata provider, a token allowed to read its /metrics, and
+the poll that waits on what it does."""
 
 import importlib.util
 import os
+import time
 
 from controlplane import ROOT
 
@@ -53,3 +55,34 @@ def metadata_daemon_args(cp, md, node=NODE, extra=()):
             "--cloud-provider=metadata", "--node-name", node,
             "--metadata-cloud=ec2", "--metadata-endpoint=" + md.url,
             "--metadata-dmi-dir=" + EC2_DMI] + list(extra)
+
+
+def metrics_reader_token(cp, name):
+    """A token of a new ServiceAccount default/NAME that the ClusterRole
+    metrics-reader (made on first use) lets get /metrics, as a Prometheus
+    scraper is set up."""
+    token = cp.service_account_token(name)
+    if cp.kubectl("get", "clusterrole", "metrics-reader", check=False).returncode != 0:
+        cp.kubectl("create", "clusterrole", "metrics-reader", "--verb=get",
+                   "--non-resource-url=/metrics")
+    cp.kubectl("create", "clusterrolebinding", "metrics-reader-" + name,
+               "--clusterrole=metrics-reader", "--serviceaccount=default:" + name)
+    return token
+
+
+def poll(pred, what, daemon=None, timeout=30.0, log=None, interval=0.1):
+    """pred()'s first true value, polled every INTERVAL; fails after TIMEOUT
+    seconds, or as soon as DAEMON (a harness.Daemon) has exited, naming
+    WHAT, with the end of DAEMON's output (or of log())."""
+    def tail():
+        if log:
+            return log()
+        return daemon.output()[-3000:] if daemon else ""
+    deadline = time.monotonic() + timeout
+    while True:
+        v = pred()
+        if v:
+            return v
+        assert daemon is None or daemon.alive(), "bootccm exited:\n" + tail()
+        assert time.monotonic() < deadline, "no %s within %ss:\n%s" % (what, timeout, tail())
+        time.sleep(interval)

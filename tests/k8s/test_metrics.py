@@ -6,33 +6,13 @@ static-pod/rbac.yaml as shipped."""
 import pytest
 
 from harness import Daemon, free_port, https_get as probe
-
-NAMESPACE = "default"
-TOKEN_S = 600
-
-
-def service_account_token(cp, name):
-    """A bound token of a new ServiceAccount NAME (TokenRequest API)."""
-    admin = cp.client("admin")
-    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}}
-    status, body = admin.request("POST", "/api/v1/namespaces/%s/serviceaccounts" % NAMESPACE, sa)
-    assert status == 201, body
-    req = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest",
-           "spec": {"expirationSeconds": TOKEN_S}}
-    status, body = admin.request(
-        "POST", "/api/v1/namespaces/%s/serviceaccounts/%s/token" % (NAMESPACE, name), req)
-    assert status == 201, body
-    return body["status"]["token"]
+from nodes import metrics_reader_token
 
 
 @pytest.mark.usefixtures("ccm_cp")  # static-pod/rbac.yaml applied
 def test_metrics_need_a_token_rbac_allows(cp):
-    scraper = service_account_token(cp, "prometheus")
-    nobody = service_account_token(cp, "nobody")
-    cp.kubectl("create", "clusterrole", "metrics-reader", "--verb=get",
-               "--non-resource-url=/metrics")
-    cp.kubectl("create", "clusterrolebinding", "metrics-reader", "--clusterrole=metrics-reader",
-               "--serviceaccount=%s:prometheus" % NAMESPACE)
+    scraper = metrics_reader_token(cp, "prometheus")
+    nobody = cp.service_account_token("nobody")
     port = free_port()
     d = Daemon(["--kubeconfig", cp.kubeconfig("cloud-controller-manager"),
                 "--secure-port=%d" % port, "--bind-address=127.0.0.1"])
