@@ -14,6 +14,7 @@
 #include "controllers/routectl.h"
 #include "clock.h"
 #include "duration.h"
+#include "featuregate.h"
 #include "kube/lease.h"
 #include "kubeconfig.h"
 #include "labelsel.h"
@@ -93,7 +94,7 @@ static const struct options_compat options_compat[] = {
 	{ "requestheader-uid-headers", FLAG_STRING, OPTIONS_NO_EFFECT, "",
 	  "No effect: request-header authentication is not done; those headers are never trusted." },
 	{ "feature-gates", FLAG_STRING, OPTIONS_NO_EFFECT, "",
-	  "No effect: bootccm has no feature gates (the key=bool list is checked)." },
+	  "No effect: no gate changes what bootccm does; the names are checked against the upstream manager's gates (an unknown gate, or a locked one set the other way, is refused as upstream refuses it). CloudControllerManagerWatchBasedRoutesReconciliation: the route controller is event-driven already." },
 	{ "vmodule", FLAG_STRING, OPTIONS_NO_EFFECT, "",
 	  "No effect: no per-file verbosity; use -v (the pattern=N list is checked)." },
 	{ "log-flush-frequency", FLAG_DURATION, OPTIONS_NO_EFFECT, NULL,
@@ -486,7 +487,8 @@ options_compat_check(struct options *o, const struct flag *t, size_t first,
 		    (r = options_int32_list(name, v->s, e)) < 0)
 			return r;
 		if (strcmp(name, "feature-gates") == 0 &&
-		    (r = options_pairs(name, o->compat[i].s, 0, e)) < 0)
+		    ((r = options_pairs(name, o->compat[i].s, 0, e)) < 0 ||
+		    (r = featuregate_check(o->compat[i].s, e)) < 0))
 			return r;
 		if (strcmp(name, "vmodule") == 0 &&
 		    (r = options_pairs(name, o->compat[i].s, 1, e)) < 0)
