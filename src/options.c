@@ -3,6 +3,7 @@
 #include "options.h"
 
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -13,6 +14,7 @@
 #include "controllers/routectl.h"
 #include "clock.h"
 #include "duration.h"
+#include "featuregate.h"
 #include "kube/lease.h"
 #include "kubeconfig.h"
 #include "labelsel.h"
@@ -20,6 +22,7 @@
 #include "metadata/cmd.h"
 #include "metadata/metadata.h"
 #include "netaddr.h"
+#include "servetls.h"
 #include "xalloc.h"
 
 #define OPTIONS_MAX 128
@@ -30,7 +33,7 @@ enum options_compat_kind {
 	OPTIONS_REFUSED,    /* a value in no "same" exits 2 with the reason */
 };
 
-/* The upstream cloud-controller-manager's flags (Kubernetes 1.32 to 1.34:
+/* The upstream cloud-controller-manager's flags (Kubernetes 1.32 to 1.37:
  * k8s.io/cloud-provider options, k8s.io/controller-manager's generic and
  * debugging options, k8s.io/apiserver's secure serving and delegated
  * authentication and authorization, component-base's logging and feature
@@ -91,7 +94,7 @@ static const struct options_compat options_compat[] = {
 	{ "requestheader-uid-headers", FLAG_STRING, OPTIONS_NO_EFFECT, "",
 	  "No effect: request-header authentication is not done; those headers are never trusted." },
 	{ "feature-gates", FLAG_STRING, OPTIONS_NO_EFFECT, "",
-	  "No effect: bootccm has no feature gates (the key=bool list is checked)." },
+	  "No effect: no gate changes what bootccm does; the names are checked against the upstream manager's gates (an unknown gate, or a locked one set the other way, is refused as upstream refuses it). CloudControllerManagerWatchBasedRoutesReconciliation: the route controller is event-driven already." },
 	{ "vmodule", FLAG_STRING, OPTIONS_NO_EFFECT, "",
 	  "No effect: no per-file verbosity; use -v (the pattern=N list is checked)." },
 	{ "log-flush-frequency", FLAG_DURATION, OPTIONS_NO_EFFECT, NULL,
@@ -119,6 +122,16 @@ static const struct options_compat options_compat[] = {
 	{ "webhook-tls-private-key-file", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
 	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
 	{ "webhook-ca-cert-file", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-disable-http2-serving", FLAG_BOOL, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-tls-cipher-suites", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-tls-curve-preferences", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-tls-min-version", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
+	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
+	{ "webhook-tls-sni-cert-key", FLAG_STRING, OPTIONS_NO_EFFECT, NULL,
 	  "Accepted: no webhook is served (upstream serves none without --webhooks either)." },
 	{ "enable-leader-migration", FLAG_BOOL, OPTIONS_REFUSED, "false",
 	  "Refused: leader migration is not supported; bootccm and an upstream cloud-controller-manager exclude each other through the Lease kube-system/cloud-controller-manager (operator guide: Migrating)." },
@@ -220,6 +233,8 @@ options_table(struct options *o, struct flag *t, size_t cap)
 	  "File containing the default x509 certificate for HTTPS; a self-signed certificate is generated in memory when empty.", 0 },
 	{ "tls-private-key-file", FLAG_STRING, O(tls_private_key_file), NULL,
 	  "File containing the default x509 private key matching --tls-cert-file.", 0 },
+	{ "tls-curve-preferences", FLAG_STRING, O(tls_curve_preferences), "",
+	  "Comma-separated list of numeric Go crypto/tls CurveID values, as the allowed key exchange mechanisms for the server: 23 (P-256), 24 (P-384), 25 (P-521), 29 (X25519); the ML-KEM hybrids 4587, 4588 and 4589 are refused. The order of the list is ignored. If omitted, the TLS library's default groups are used.", 0 },
 	{ "authorization-always-allow-paths", FLAG_STRING, O(authorization_always_allow_paths), "/healthz,/readyz,/livez",
 	  "Comma-separated HTTP paths to skip during authorization.", 0 },
 	{ "authentication-kubeconfig", FLAG_STRING, O(authentication_kubeconfig), NULL,
@@ -349,6 +364,53 @@ options_pairs(const char *flag, const char *list, int verbosity, struct errbuf *
 	}
 }
 
+/* options_int32_list checks a comma-separated list of numbers as pflag's
+ * int32 slice parses it (strconv.ParseInt base 0: decimal, 0x, 0o or 0
+ * octal, 0b). Empty is fine. */
+static int
+options_int32_list(const char *flag, const char *list, struct errbuf *e)
+{
+	const char *p = list ? list : "";
+
+	if (*p == '\0')
+		return 0;
+	for (;;) {
+		size_t len = strcspn(p, ","), skip = len > 0 && (*p == '-' || *p == '+');
+		char item[32], *end;
+		long long v = 0;
+		int base = 10, ok = len > skip && len < sizeof(item);
+
+		if (ok) {
+			memcpy(item, p + skip, len - skip);
+			item[len - skip] = '\0';
+			if (item[0] == '0' && (item[1] == 'x' || item[1] == 'X'))
+				base = 16;
+			else if (item[0] == '0' && (item[1] == 'b' || item[1] == 'B'))
+				base = 2;
+			else if (item[0] == '0' && (item[1] == 'o' || item[1] == 'O'))
+				base = 8;
+			else if (item[0] == '0' && item[1] != '\0')
+				base = 8;
+			if (base != 10 && (item[1] == 'x' || item[1] == 'X' || item[1] == 'b' ||
+			    item[1] == 'B' || item[1] == 'o' || item[1] == 'O'))
+				memmove(item, item + 2, strlen(item + 2) + 1);
+			ok = item[0] != '\0' && item[0] != '-' && item[0] != '+';
+			if (ok) {
+				errno = 0;
+				v = strtoll(item, &end, base);
+				ok = *end == '\0' && errno == 0 &&
+				    v <= (*p == '-' ? 2147483648LL : 2147483647LL);
+			}
+		}
+		if (!ok)
+			return errbuf_set(e, ERR_INVALID, "--%s \"%s\": \"%.*s\" is not a 32-bit "
+			    "number", flag, list, (int)len, p);
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
+	}
+}
+
 /* options_compat_why is an upstream flag's reason without its "No effect:"
  * or "Refused:" lead. */
 static const char *
@@ -405,8 +467,28 @@ options_compat_check(struct options *o, const struct flag *t, size_t first,
 	}
 	for (size_t i = 0; i < OPTIONS_COMPAT_N; i++) {
 		const char *name = options_compat[i].name;
+		const union options_compat_value *v = &o->compat[i];
+		struct netaddr a;
+		if (!t[first + i].set)
+			continue;
+		/* what the upstream manager refuses at start even with no webhook
+		 * served: a port out of range or the --secure-port one, an address
+		 * that is no IP, curve IDs that are not numbers */
+		if (strcmp(name, "webhook-secure-port") == 0 && (v->i < 0 || v->i > 65535))
+			return errbuf_set(e, ERR_INVALID, "--webhook-secure-port %d must be between 0 "
+			    "and 65535 (0: no webhook endpoint)", v->i);
+		if (strcmp(name, "webhook-secure-port") == 0 && v->i != 0 && v->i == o->secure_port)
+			return errbuf_set(e, ERR_INVALID, "--webhook-secure-port %d cannot be the same "
+			    "value as --secure-port", v->i);
+		if (strcmp(name, "webhook-bind-address") == 0 && netaddr_parse(v->s, &a) < 0)
+			return errbuf_set(e, ERR_INVALID, "--webhook-bind-address \"%s\" is not an "
+			    "IP address", v->s);
+		if (strcmp(name, "webhook-tls-curve-preferences") == 0 &&
+		    (r = options_int32_list(name, v->s, e)) < 0)
+			return r;
 		if (strcmp(name, "feature-gates") == 0 &&
-		    (r = options_pairs(name, o->compat[i].s, 0, e)) < 0)
+		    ((r = options_pairs(name, o->compat[i].s, 0, e)) < 0 ||
+		    (r = featuregate_check(o->compat[i].s, e)) < 0))
 			return r;
 		if (strcmp(name, "vmodule") == 0 &&
 		    (r = options_pairs(name, o->compat[i].s, 1, e)) < 0)
@@ -563,6 +645,13 @@ options_validate(const struct options *o, struct errbuf *e)
 	if (o->secure_port < 0 || o->secure_port > 65535)
 		return errbuf_set(e, ERR_INVALID, "--secure-port %d must be between 0 and 65535",
 		    o->secure_port);
+	if (o->secure_port != 0) {
+		/* upstream parses the curves only when it serves */
+		char groups[SERVETLS_GROUPS_MAX];
+		if ((r = servetls_curves("tls-curve-preferences", o->tls_curve_preferences, groups,
+		    e)) < 0)
+			return r;
+	}
 	if (o->concurrent_node_syncs < 1)
 		return errbuf_set(e, ERR_INVALID, "--concurrent-node-syncs must be at least 1");
 	if (o->concurrent_service_syncs < 1)

@@ -19,7 +19,7 @@
 
 #include "err.h"
 
-#define OPTIONS_COMPAT_MAX 48  /* upstream flags accepted or refused, not acted on */
+#define OPTIONS_COMPAT_MAX 56  /* upstream flags accepted or refused, not acted on */
 
 /* The value of one of those flags (options.c's table says which member). */
 union options_compat_value {
@@ -84,6 +84,7 @@ struct options {
 	int secure_port;
 	char *tls_cert_file;
 	char *tls_private_key_file;
+	char *tls_curve_preferences;
 	char *authorization_always_allow_paths;
 	char *authentication_kubeconfig;    /* TokenReviews; "": --kubeconfig's */
 	char *authorization_kubeconfig;     /* SubjectAccessReviews; "": --kubeconfig's */

@@ -1020,7 +1020,7 @@ serve_prepare(const struct options *o, struct serve_paths *allow, WOLFSSL_CTX **
 	if ((r = serve_paths_parse(o->authorization_always_allow_paths, allow, e)) < 0)
 		return r;
 	if ((r = servetls_new(o->tls_cert_file, o->tls_private_key_file, o->bind_address,
-	    ctx, e)) < 0) {
+	    o->tls_curve_preferences, ctx, e)) < 0) {
 		serve_paths_free(allow);
 		return r;
 	}

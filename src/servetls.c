@@ -3,6 +3,8 @@
 #include "servetls.h"
 
 #include <arpa/inet.h>
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -144,6 +146,73 @@ out:
 	readfile_free(key, key_len);
 	free(cert);
 	return r;
+}
+
+/* Go crypto/tls CurveID values (Go 1.26, which builds Kubernetes v1.37) and
+ * the wolfSSL group each names; NULL: Go knows it, wolfSSL here does not. */
+static const struct { long id; const char *go, *wolfssl; } servetls_groups[] = {
+	{ 23, "CurveP256", "P-256" },
+	{ 24, "CurveP384", "P-384" },
+	{ 25, "CurveP521", "P-521" },
+	{ 29, "X25519", "X25519" },
+	{ 4587, "SecP256r1MLKEM768", NULL },
+	{ 4588, "X25519MLKEM768", NULL },
+	{ 4589, "SecP384r1MLKEM1024", NULL },
+};
+#define SERVETLS_NGROUPS (sizeof(servetls_groups) / sizeof(servetls_groups[0]))
+
+int
+servetls_curves(const char *flag, const char *list, char *ret, struct errbuf *e)
+{
+	const char *p = list ? list : "";
+	char item[32], *end;
+	unsigned long seen = 0;  /* bit i: servetls_groups[i] listed */
+	size_t out = 0;
+
+	_Static_assert(SERVETLS_NGROUPS <= 32, "seen has 32 bits");
+	ret[0] = '\0';
+	if (*p == '\0')
+		return 0;
+	for (;;) {
+		size_t len = strcspn(p, ","), i;
+		long v;
+
+		if (len == 0 || len >= sizeof(item))
+			return errbuf_set(e, ERR_INVALID, "--%s \"%s\": \"%.*s\" is not a number",
+			    flag, list, (int)(len < sizeof(item) ? len : sizeof(item)), p);
+		memcpy(item, p, len);
+		item[len] = '\0';
+		/* pflag's int32 slice: strconv.ParseInt(s, 0, 32) */
+		errno = 0;
+		v = strtol(item, &end, 0);
+		if (*end != '\0' || errno != 0 || !(item[0] == '-' || item[0] == '+' ||
+		    (item[0] >= '0' && item[0] <= '9')) || v < INT32_MIN || v > INT32_MAX)
+			return errbuf_set(e, ERR_INVALID, "--%s \"%s\": \"%s\" is not a 32-bit "
+			    "number", flag, list, item);
+		if (v <= 0 || v > 65535)
+			return errbuf_set(e, ERR_INVALID, "--%s: curve preference %ld is out of "
+			    "range (must be 1-65535)", flag, v);
+		for (i = 0; i < SERVETLS_NGROUPS && servetls_groups[i].id != v; i++)
+			;
+		if (i == SERVETLS_NGROUPS)
+			return errbuf_set(e, ERR_INVALID, "--%s: curve preference %ld is not a "
+			    "Go crypto/tls CurveID (known: 23 CurveP256, 24 CurveP384, 25 CurveP521, "
+			    "29 X25519, 4587, 4588, 4589)", flag, v);
+		if (seen & (1ul << i))
+			return errbuf_set(e, ERR_INVALID, "--%s: duplicate curve preference %ld",
+			    flag, v);
+		seen |= 1ul << i;
+		if (servetls_groups[i].wolfssl == NULL)
+			return errbuf_set(e, ERR_INVALID, "--%s: curve preference %ld (%s) is not "
+			    "supported: bootccm's TLS library has no ML-KEM key exchange; use 23 "
+			    "CurveP256, 24 CurveP384, 25 CurveP521 or 29 X25519", flag, v,
+			    servetls_groups[i].go);
+		out += (size_t)snprintf(ret + out, SERVETLS_GROUPS_MAX - out, "%s%s",
+		    out ? ":" : "", servetls_groups[i].wolfssl);
+		if (p[len] == '\0')
+			return 0;
+		p += len + 1;
+	}
 }
 
 /* servetls_der_name appends one GeneralName (context tag, value) to a DER
@@ -298,15 +367,18 @@ out:
 
 int
 servetls_new(const char *cert_file, const char *key_file, const char *bind_address,
-    WOLFSSL_CTX **ret, struct errbuf *e)
+    const char *curves, WOLFSSL_CTX **ret, struct errbuf *e)
 {
 	int have_cert = cert_file && *cert_file, have_key = key_file && *key_file;
+	char groups[SERVETLS_GROUPS_MAX];
 	WOLFSSL_CTX *ctx;
 	int r;
 
 	if (have_cert != have_key)
 		return errbuf_set(e, ERR_INVALID, "--tls-cert-file and --tls-private-key-file "
 		    "must be given together");
+	if ((r = servetls_curves("tls-curve-preferences", curves, groups, e)) < 0)
+		return r;
 	if (wolfSSL_Init() != WOLFSSL_SUCCESS)
 		return errbuf_set(e, ERR_TLS, "wolfSSL_Init failed");
 	ctx = xcheck(wolfSSL_CTX_new(wolfSSLv23_server_method()));
@@ -315,6 +387,15 @@ servetls_new(const char *cert_file, const char *key_file, const char *bind_addre
 		goto fail;
 	}
 	wolfSSL_CTX_set_verify(ctx, WOLFSSL_VERIFY_NONE, NULL);
+	/* the groups a TLS 1.3 key share may use. wolfSSL's TLS 1.2 server
+	 * picks its ECDHE curve without that list, so a list also means TLS 1.3
+	 * only: no handshake ever uses a group outside it. */
+	if (groups[0] != '\0' && (wolfSSL_CTX_set1_curves_list(ctx, groups) != WOLFSSL_SUCCESS ||
+	    wolfSSL_CTX_SetMinVersion(ctx, WOLFSSL_TLSV1_3) != WOLFSSL_SUCCESS)) {
+		r = errbuf_set(e, ERR_TLS, "--tls-curve-preferences: wolfSSL refused the "
+		    "groups %s", groups);
+		goto fail;
+	}
 	if (have_cert)
 		r = servetls_files(ctx, cert_file, key_file, e);
 	else

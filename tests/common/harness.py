@@ -26,7 +26,7 @@ sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 import apiserver  # noqa: E402
 
 __all__ = ["ROOT", "bootccm_path", "driver_path", "free_port", "https_get", "wait_until",
-           "logged_all", "run", "Daemon", "rbac_objects", "load_rbac", "metrics_reader",
+           "logged_all", "run", "Daemon", "rbac_objects", "load_rbac", "metrics_reader", "events_about",
            # fixtures
            "bootccm", "tmp", "api", "daemon"]
 
@@ -239,3 +239,24 @@ def daemon():
         assert "ERROR: AddressSanitizer" not in out, out
         assert "runtime error:" not in out, out
         assert rc in (0, -signal.SIGTERM), "bootccm exited %s:\n%s" % (rc, out)
+
+
+# The apiVersion of an Event's involvedObject, as upstream's recorder fills it
+# from the object's reference.
+EVENT_API_VERSIONS = {"Node": "v1", "Service": "v1",
+                      "CertificateSigningRequest": "certificates.k8s.io/v1",
+                      "Lease": "coordination.k8s.io/v1"}
+
+
+def events_about(srv, kind=None, name=None, reason=None, namespace="default"):
+    """The Events in namespace about an object of kind (any when None) named
+    name (any when None) with reason (any when None); each one's
+    involvedObject must carry the apiVersion of its kind."""
+    out = []
+    for e in srv.list_objects("events", namespace=namespace):
+        io = e.get("involvedObject") or {}
+        if ((kind is None or io.get("kind") == kind) and (name is None or io.get("name") == name)
+                and (reason is None or e.get("reason") == reason)):
+            assert io.get("apiVersion") == EVENT_API_VERSIONS.get(io.get("kind")), e
+            out.append(e)
+    return out

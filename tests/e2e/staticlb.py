@@ -16,6 +16,7 @@ import pytest
 import yaml
 
 from conftest import free_port, https_get, load_rbac, metrics_reader, wait_until
+from conftest import events_about
 
 USER = "system:cloud-controller-manager"
 FIN = "service.kubernetes.io/load-balancer-cleanup"
@@ -143,10 +144,7 @@ class StaticLB(object):
                           what="%d write(s) of Services in the request log" % n)
 
     def events(self, name, reason=None, ns=NS):
-        return [e for e in self.api.list_objects("events", namespace=ns)
-                if e["involvedObject"].get("kind") == "Service"
-                and e["involvedObject"].get("name") == name
-                and (reason is None or e["reason"] == reason)]
+        return events_about(self.api, "Service", name, reason, ns)
 
     def wait_event(self, name, reason, ns=NS, pred=lambda e: True, timeout=15.0):
         return wait_until(lambda: [e for e in self.events(name, reason, ns) if pred(e)],

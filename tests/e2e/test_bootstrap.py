@@ -35,6 +35,7 @@ import yaml
 
 import apiserver
 from conftest import ROOT, free_port, https_get as probe
+from conftest import events_about
 
 FAKES = os.path.join(ROOT, "tests", "fakes", "metadata")
 EC2_DMI = os.path.join(FAKES, "dmi", "ec2")
@@ -213,10 +214,7 @@ def node_writes(srv, name, since=0, ok_only=False):
 
 
 def events_for(srv, name, reason=None):
-    return [ev for ev in srv.list_objects("events", namespace="default")
-            if ev.get("involvedObject", {}).get("kind") == "Node"
-            and ev["involvedObject"].get("name") == name
-            and (reason is None or ev.get("reason") == reason)]
+    return events_about(srv, "Node", name, reason)
 
 
 def wait_event(srv, name, reason, pred=lambda ev: True, timeout=10.0):

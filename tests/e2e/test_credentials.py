@@ -19,6 +19,7 @@ import time
 
 import pytest
 
+from conftest import events_about
 from test_bootstrap import tainted, wait_event
 from test_hcloud import hc, hcloud_args, servers_and_nodes, write_file  # noqa: F401
 from test_hcloud_lb import service, svc_events, wait_ingress
@@ -33,9 +34,8 @@ WRONG = "wrong-hcloud-token-" + "w" * 45
 
 def svc_failures(api, name):
     """How often the Service's sync failed (its Warning Event's count)."""
-    return sum(e.get("count") or 1 for e in api.list_objects("events", namespace="default")
-               if e.get("involvedObject", {}).get("name") == name
-               and e.get("reason") == "SyncLoadBalancerFailed")
+    return sum(e.get("count") or 1 for e in
+               events_about(api, None, name, "SyncLoadBalancerFailed"))
 
 
 def write_in_place(path, text):

@@ -15,6 +15,7 @@ import subprocess
 import pytest
 
 from conftest import run  # noqa: F401  (the suite's conftest re-exports the harness)
+from conftest import events_about
 from test_bootstrap import (EC2_A, LEASE_FLAGS, WORKER_REPORTED, ccm_kubeconfig, daemon_args,
                             load_rbac, metadata, node_object, register, untainted_within,
                             wait_event)
@@ -86,9 +87,7 @@ def conditions(api, name):
 
 
 def csr_events(api, name):
-    return [ev for ev in api.list_objects("events", namespace="default")
-            if ev.get("involvedObject", {}).get("kind") == "CertificateSigningRequest"
-            and ev["involvedObject"].get("name") == name]
+    return events_about(api, "CertificateSigningRequest", name)
 
 
 def wait_csr_event(api, name, reason, timeout=15.0):

@@ -29,6 +29,7 @@ import time
 import pytest
 
 from conftest import Daemon
+from conftest import events_about
 from test_bootstrap import register, wait_initialized
 from test_hcloud import (fakehcloud, hc, hcloud_args, servers_and_nodes,  # noqa: F401
                          private_ip, server_ip)
@@ -64,10 +65,7 @@ def wait_ingress(api, name="web", timeout=30, pred=lambda ing: bool(ing)):
 
 def svc_events(api, name, reason=None):
     return [(e["type"], e["reason"], e["message"]) for e in
-            api.list_objects("events", namespace="default")
-            if e.get("involvedObject", {}).get("kind") == "Service"
-            and e["involvedObject"].get("name") == name
-            and (reason is None or e["reason"] == reason)]
+            events_about(api, "Service", name, reason)]
 
 
 def wait_svc_event(api, name, reason, timeout=30, pred=lambda m: True):

@@ -24,6 +24,7 @@ import yaml
 
 import apiserver
 from conftest import ROOT, bootccm_path, free_port, https_get as get
+from conftest import events_about
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes", "metadata"))
 import dmi  # noqa: E402
@@ -348,9 +349,7 @@ def poll(fn, what, timeout=30.0):
 
 
 def synced_events(srv):
-    return [e for e in srv.list_objects("events", namespace="default")
-            if e.get("reason") == "Synced" and e["involvedObject"].get("name") == NODE
-            and e["involvedObject"].get("kind") == "Node"]
+    return events_about(srv, "Node", NODE, "Synced")
 
 
 def test_installed_kubeconfig_works_on_loopback_and_fails_cleanly_on_a_name_mismatch(

@@ -89,7 +89,8 @@ def test_a_kubeadm_style_upstream_command_line_starts(api, tmp, daemon):
         "--use-service-account-credentials=true", "--profiling=false",
         "--cloud-provider=metadata", "--cloud-config=" + cloud_config,
         "--configure-cloud-routes=false", "--allocate-node-cidrs=false",
-        "--feature-gates=CloudControllerManagerWebhook=false", "--v=2",
+        "--feature-gates=CloudControllerManagerWebhook=false,"
+        "CloudControllerManagerWatchBasedRoutesReconciliation=true", "--v=2",
         "--authentication-token-webhook-cache-ttl=10s", "--logtostderr=true",
         "--controllers=*,-route,-service",
     ])
@@ -122,6 +123,10 @@ def test_a_kubeadm_style_upstream_command_line_starts(api, tmp, daemon):
     ("--tls-min-version=VersionTLS13", "use VersionTLS12"),
     ("--tls-sni-cert-key=a.crt,a.key", "use --tls-cert-file"),
     ("--feature-gates=NoValue", "key=true or key=false"),
+    ("--feature-gates=CloudControllerManagerWatchBasedRoutes=true",
+     "unrecognized feature gate: CloudControllerManagerWatchBasedRoutes"),
+    ("--feature-gates=DeclarativeValidation=false",
+     "cannot set feature gate DeclarativeValidation to false, feature is locked to true"),
 ])
 def test_upstream_flags_bootccm_cannot_honour_are_refused_with_the_reason(arg, why):
     r = run([arg, "--secure-port=0"])

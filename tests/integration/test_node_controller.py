@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, driver_path, wait_until
+from conftest import events_about
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes", "metadata"))
 from server import FakeMetadata  # noqa: E402
@@ -140,8 +141,7 @@ def node_writes(api, name, since=0, ok=0):
 
 
 def events(api, name, reason):
-    return [e for e in api.list_objects("events", namespace="default")
-            if e["involvedObject"]["name"] == name and e["reason"] == reason]
+    return events_about(api, None, name, reason)
 
 
 def test_local_node_falls_back_to_instance_metadata_when_cloud_api_fails(api, driver):

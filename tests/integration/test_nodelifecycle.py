@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, driver_path
+from conftest import events_about
 
 USER = "system:cloud-controller-manager"
 SHUTDOWN = "node.cloudprovider.kubernetes.io/shutdown"
@@ -53,8 +54,7 @@ def rfc3339_s(s):
 
 
 def node_events(api, reason=None):
-    return [e for e in api.list_objects("events", namespace="default")
-            if e["involvedObject"]["kind"] == "Node" and (reason is None or e["reason"] == reason)]
+    return events_about(api, "Node", None, reason)
 
 
 def wait_until(pred, timeout=10.0, what="condition"):

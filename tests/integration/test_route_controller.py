@@ -21,6 +21,7 @@ import time
 import pytest
 
 from conftest import driver_path, load_rbac, wait_until
+from conftest import events_about
 from test_nodelifecycle import Lifecycle
 
 USER = "system:cloud-controller-manager"
@@ -65,8 +66,7 @@ def status_writes(api, name=None, since=0):
 
 
 def node_events(api, reason):
-    return [e for e in api.list_objects("events", namespace="default")
-            if e["involvedObject"]["kind"] == "Node" and e["reason"] == reason]
+    return events_about(api, "Node", None, reason)
 
 
 class Routes(Lifecycle):

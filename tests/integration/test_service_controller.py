@@ -20,6 +20,7 @@ import time
 import pytest
 
 from conftest import driver_path, load_rbac, wait_until
+from conftest import events_about
 
 USER = "system:cloud-controller-manager"
 FIN = "service.kubernetes.io/load-balancer-cleanup"
@@ -154,9 +155,7 @@ def svc_writes(api, name, since=0):
 
 
 def events(api, name, reason=None):
-    return [e for e in api.list_objects("events", namespace=NS)
-            if e["involvedObject"]["name"] == name and e["involvedObject"]["kind"] == "Service"
-            and (reason is None or e["reason"] == reason)]
+    return events_about(api, "Service", name, reason, NS)
 
 
 def get_svc(api, name):

@@ -391,7 +391,8 @@ TEST(upstream_flags_are_known)
 	char *a[] = { "bootccm", "--profiling", "--logtostderr=true", "--kube-api-content-type",
 	    "application/vnd.kubernetes.protobuf", "--use-service-account-credentials=true",
 	    "--requestheader-username-headers=X-Remote-User", "--client-ca-file=/ca.crt",
-	    "--feature-gates=Foo=true,Bar=false", "--webhook-secure-port=10300",
+	    "--feature-gates=CloudControllerManagerWatchBasedRoutesReconciliation=true,"
+	    "CloudControllerManagerWebhook=false", "--webhook-secure-port=10300",
 	    "--authentication-kubeconfig=/a.conf", "--authorization-kubeconfig=/b.conf" };
 
 	CHECK(options_parse(&o, (int)(sizeof(a) / sizeof(a[0])), a, 1, &e) == 0);
@@ -426,6 +427,11 @@ TEST(upstream_flags_are_known)
 	CHECK(refuse("--feature-gates=Foo", "--feature-gates \"Foo\": \"Foo\" is not key=true",
 	    &e));
 	CHECK(refuse("--feature-gates=Foo=maybe", "--feature-gates", &e));
+	CHECK(refuse("--feature-gates=Foo=true", "--feature-gates: unrecognized feature gate: Foo",
+	    &e));
+	CHECK(accept("--feature-gates= CloudControllerManagerWatchBasedRoutesReconciliation=false"));
+	CHECK(refuse("--feature-gates=DeclarativeValidation=false", "--feature-gates: cannot set "
+	    "feature gate DeclarativeValidation to false, feature is locked to true", &e));
 	CHECK(refuse("--vmodule=x=y", "--vmodule", &e));
 	CHECK(accept("--vmodule=gc*=3,node=4"));
 	CHECK(refuse("--profiling=perhaps", "--profiling", &e));
