@@ -216,27 +216,28 @@ def wait_quiet(srv, quiet_s, timeout_s):
     return False
 
 
-class FakeNodes(object):
-    """The stand-in: the fake API server's store, stamped as it commits,
-    and its request log."""
+class FakeServer(object):
+    """The stand-in: the fake API server with static-pod/rbac.yaml loaded,
+    a clock (NodeClock, or lb_burst's ServiceClock) wrapped around its
+    store's commit, and bootccm's requests from its request log."""
 
     real = False
 
-    def __init__(self, srv, state):
+    def __init__(self, srv, state, make_clock=NodeClock):
         self.srv = srv
         self.state = state
         with open(os.path.join(ROOT, "static-pod", "rbac.yaml")) as f:
             for obj in yaml.safe_load_all(f):
                 if obj:
                     srv.create_object(obj)
-        self.clock = NodeClock(srv.store)
+        self.clock = make_clock(srv.store)
 
-    def create(self, nodes, interval=0.0):
+    def create(self, objs, interval=0.0, path=None):
         t0 = time.time()
-        for i, node in enumerate(nodes):
+        for i, obj in enumerate(objs):
             if interval:
                 time.sleep(max(0.0, t0 + i * interval - time.time()))
-            self.srv.create_object(node)
+            self.srv.create_object(obj)
 
     def kubeconfig(self):
         return self.srv.write_kubeconfig(os.path.join(self.state, "ccm.kubeconfig"), user=USER,
@@ -258,28 +259,32 @@ class FakeNodes(object):
         pass
 
 
-class RealNodes(object):
-    """The real control plane (bench/realcp.py): Nodes stamped as its watch
-    delivers them, kept alive by kwok; writes from its audit log."""
+class RealServer(object):
+    """The real control plane (bench/realcp.py): the objects of WATCH (a
+    collection path) stamped on the clock as its watch delivers them, Nodes
+    labelled for kwok to keep alive, created as the admin; bootccm's writes
+    from the audit log."""
 
     real = True
 
-    def __init__(self, api):
+    def __init__(self, api, clock=None, watch="/api/v1/nodes"):
         self.api = api
-        self.clock = NodeClock()
-        api.watch("/api/v1/nodes", lambda t, etype, obj:
+        self.clock = clock or NodeClock()
+        api.watch(watch, lambda t, etype, obj:
                   self.clock._stamp(t, etype, obj["metadata"]["name"], obj))
 
-    def create(self, nodes, interval=0.0):
-        for node in nodes:
-            node["metadata"]["labels"].update(realcp.KWOK_LABELS)
+    def create(self, objs, interval=0.0, path="/api/v1/nodes"):
+        objs = list(objs)
+        for obj in objs:
+            if obj["kind"] == "Node":
+                obj["metadata"].setdefault("labels", {}).update(realcp.KWOK_LABELS)
         if interval:
             t0 = time.time()
-            for i, node in enumerate(nodes):
+            for i, obj in enumerate(objs):
                 time.sleep(max(0.0, t0 + i * interval - time.time()))
-                self.api.create("/api/v1/nodes", node)
+                self.api.create(path, obj)
         else:
-            self.api.create_all("/api/v1/nodes", nodes)
+            self.api.create_all(path, objs)
 
     def kubeconfig(self):
         return self.api.kubeconfig()
@@ -299,6 +304,22 @@ class RealNodes(object):
     def check(self):
         self.api.check()
 
+    def record(self, res, p, cpu0):
+        """What a run against the real control plane adds: the CPU of each
+        of its processes since cpu0 (from control_plane_cpu), the machine's
+        load, watch restarts."""
+        res["control_plane_cpu_s"] = control_plane_cpu(self, p, cpu0)
+        res["uptime"] = uptime()
+        res["watch_restarts"] = self.api.watch_restarts()
+
+
+def control_plane_cpu(be, p, cpu0=None):
+    """CPU s of bootccm (p) and of each control-plane process so far, less
+    cpu0 (a result of this)."""
+    now = {"bootccm": proc_cpu_s(p.pid)}
+    now.update({k: proc_cpu_s(v) for k, v in be.pids().items()})
+    return {k: round(v - (cpu0 or {}).get(k, 0.0), 3) for k, v in now.items()}
+
 
 def one_run(args, mode, run_no):
     n = args.nodes
@@ -314,7 +335,7 @@ def one_run(args, mode, run_no):
     if mode == "burst" and args.interval:
         res["interval_s"] = args.interval
     with server as srv, FakeMetadata("ec2").start() as md:
-        be = RealNodes(srv) if args.apiserver == "real" else FakeNodes(srv, state)
+        be = RealServer(srv) if args.apiserver == "real" else FakeServer(srv, state)
         clock = be.clock
         be.create([kubelet_node(LOCAL, 0, local=True)])
         if mode == "before":
@@ -346,7 +367,6 @@ def one_run(args, mode, run_no):
                                        % (LOCAL, p.poll(), log_path))
                 time.sleep(0.01)
             res["local_init_s"] = round(clock.untainted[LOCAL] - t_start, 3)
-            pids = be.pids()
             if mode == "burst":
                 # its own node's Synced Event too, so the burst starts idle
                 be.wait_quiet(0.5, 10)
@@ -354,13 +374,13 @@ def one_run(args, mode, run_no):
                     if be.real else (kubelet_node(name, i) for i, name in enumerate(names))
                 seq_burst = be.seq()
                 cpu0 = proc_cpu_s(p.pid)
-                cp_cpu0 = {k: proc_cpu_s(v) for k, v in pids.items()}
+                cp_cpu0 = control_plane_cpu(be, p)
                 t0 = time.time()
                 be.create(nodes, args.interval)
                 res["create_s"] = round(time.time() - t0, 3)
             else:
                 seq_burst, cpu0, t0 = seq0, 0.0, t_start
-                cp_cpu0 = {k: 0.0 for k in pids}
+                cp_cpu0 = {}
             end = time.time() + budget
             while clock.count_untainted(names) < n:
                 be.check()
@@ -378,9 +398,7 @@ def one_run(args, mode, run_no):
             if be.real:
                 res["cpu_per_node_ms"] = round(1000.0 * res["cpu_burst_s"] / n, 3)
                 # what the control plane spent meanwhile, on the same 2 cores
-                res["control_plane_cpu_s"] = {k: round(proc_cpu_s(v) - cp_cpu0[k], 3)
-                                              for k, v in pids.items()}
-                res["uptime"] = uptime()
+                be.record(res, p, cp_cpu0)
             with open("/proc/loadavg") as f:   # the machine's other work, for the record
                 res["loadavg_1m"] = float(f.read().split()[0])
         finally:
@@ -537,6 +555,15 @@ def summary(runs):
     return out
 
 
+def add_apiserver_args(ap):
+    ap.add_argument("--apiserver", choices=("fake", "real"), default="fake",
+                    help="fake: the Python stand-in (default); real: etcd, kube-apiserver, "
+                    "kube-controller-manager and kwok (bench/realcp.py)")
+    ap.add_argument("--k8s-bin", default=None,
+                    help="real: the upstream binaries (default BOOTCCM_K8S_BIN, else "
+                    "scripts/k8s-build.sh bindir)")
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=1000)
@@ -553,12 +580,7 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=0,
                     help="seconds to wait for all nodes (default 60 + 10*N/qps)")
     ap.add_argument("--keep", action="store_true", help="keep each run's state directory")
-    ap.add_argument("--apiserver", choices=("fake", "real"), default="fake",
-                    help="fake: the Python stand-in (default); real: etcd, kube-apiserver, "
-                    "kube-controller-manager and kwok (bench/realcp.py)")
-    ap.add_argument("--k8s-bin", default=None,
-                    help="real: the upstream binaries (default BOOTCCM_K8S_BIN, else "
-                    "scripts/k8s-build.sh bindir)")
+    add_apiserver_args(ap)
     args = ap.parse_args(argv)
     if args.burst is None:
         args.burst = max(1, int(args.qps))

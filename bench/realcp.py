@@ -22,6 +22,8 @@ import concurrent.futures
 import http.client
 import json
 import os
+import queue
+import re
 import ssl
 import sys
 import threading
@@ -75,44 +77,79 @@ class _Conn(object):
         return None   # not reached
 
 
-class _Watch(threading.Thread):
+class _Watch(object):
     """A watch on the collection PATH from resourceVersion RV, calling
-    on_event(t, type, obj) for each event with t the wall clock when it
-    arrived (strictly increasing)."""
+    on_event(t, type, obj) for each event, t the wall clock when its line
+    arrived (strictly increasing). One thread only reads and stamps lines
+    (kube-apiserver closes a watch whose client falls behind), another
+    decodes them; a watch the server ends is restarted from the last
+    resourceVersion read, as a reflector does (counted in restarts)."""
+
+    RV = re.compile(rb'"resourceVersion":"([0-9]+)"')
 
     def __init__(self, api, path, rv, on_event):
-        threading.Thread.__init__(self, daemon=True)
         self.api, self.path, self.rv, self.on_event = api, path, rv, on_event
         self.established = threading.Event()
         self.error = None
         self.conn = None
         self.stopping = False
+        self.restarts = 0
+        self.lines = queue.Queue()
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.decoder = threading.Thread(target=self._decode, daemon=True)
 
-    def run(self):
+    def start(self):
+        self.reader.start()
+        self.decoder.start()
+
+    def _read(self):
         last = 0.0
         try:
-            self.conn = _connect(self.api.cp.port, self.api.admin.ctx, SERVING_NAME, None)
-            self.conn.request("GET", "%s?watch=1&resourceVersion=%s&timeoutSeconds=7200"
-                              % (self.path, self.rv), headers={"Accept": "application/json"})
-            r = self.conn.getresponse()
-            if r.status != 200:
-                raise RuntimeError("watch %s: %s %s" % (self.path, r.status, r.read()[:300]))
-            self.established.set()
-            for line in r:
-                t = max(time.time(), last + 1e-6)
-                last = t
-                ev = json.loads(line)
-                if ev["type"] == "ERROR":
-                    raise RuntimeError("watch %s: %s" % (self.path, ev["object"]))
-                obj = ev["object"]
-                self.on_event(t, ev["type"], obj)
-            if not self.stopping:
-                raise RuntimeError("watch %s ended" % self.path)
-        except Exception as e:  # noqa: BLE001  (reported by check())
+            while not self.stopping:
+                self.conn = _connect(self.api.cp.port, self.api.admin.ctx, SERVING_NAME, None)
+                self.conn.request("GET", "%s?watch=1&resourceVersion=%s&timeoutSeconds=7200"
+                                  % (self.path, self.rv),
+                                  headers={"Accept": "application/json"})
+                r = self.conn.getresponse()
+                if r.status != 200:
+                    raise RuntimeError("watch %s: %s %s" % (self.path, r.status,
+                                                            r.read()[:300]))
+                self.established.set()
+                for line in r:
+                    t = max(time.time(), last + 1e-6)
+                    last = t
+                    m = self.RV.search(line)   # the object's own, first in its metadata
+                    if m:
+                        self.rv = m.group(1).decode()
+                    self.lines.put((t, line))
+                self.conn.close()
+                if not self.stopping:
+                    self.restarts += 1
+        except Exception as e:  # noqa: BLE001  (reported by RealAPI.check())
             if not self.stopping:
                 self.error = e
         finally:
             self.established.set()
+            self.lines.put(None)
+
+    def _decode(self):
+        while True:
+            item = self.lines.get()
+            if item is None:
+                return
+            t, line = item
+            try:
+                ev = json.loads(line)
+                if ev["type"] == "ERROR":
+                    raise RuntimeError("watch %s: %s" % (self.path, ev["object"]))
+                self.on_event(t, ev["type"], ev["object"])
+            except Exception as e:  # noqa: BLE001
+                if not self.stopping:
+                    self.error = e
+
+    def idle(self):
+        """Every line read so far has been decoded."""
+        return self.lines.empty()
 
     def stop(self):
         self.stopping = True
@@ -170,6 +207,9 @@ class RealAPI(object):
         self.watches.append(w)
         self.check()
         return w
+
+    def watch_restarts(self):
+        return sum(w.restarts for w in self.watches)
 
     def check(self):
         for w in self.watches:
