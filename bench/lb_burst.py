@@ -54,7 +54,7 @@ import realcp  # noqa: E402
 from node_burst import (FakeServer, RealServer, add_apiserver_args,  # noqa: E402
                         control_plane_cpu, field,
                         kubelet_node, parse_time, percentile, proc_cpu_s, proc_status_kib,
-                        say, uptime)
+                        say, say_real, uptime)
 
 USER = "system:cloud-controller-manager"
 NS = "default"
@@ -395,13 +395,7 @@ def main(argv=None):
                m["latency_s.p99"], m["writes_per_service"], m["writes_per_service_goal"],
                m["failed_writes"], m["duplicate_addresses"], m["cpu_s"], m["rss_idle_mib"],
                m["peak_rss_mib"]))
-        if m.get("apiserver") == "real":
-            say("  real control plane: CPU per Service %s ms (burst); CPU s meanwhile: "
-                "kube-apiserver %s, etcd %s, kube-controller-manager %s, kwok %s"
-                % (m["cpu_per_service_ms"], m["control_plane_cpu_s.kube-apiserver"],
-                   m["control_plane_cpu_s.etcd"],
-                   m["control_plane_cpu_s.kube-controller-manager"],
-                   m["control_plane_cpu_s.kwok"]))
+        say_real(m, "service")
     if out:
         out.close()
     ok = all(r.get("complete") and r.get("exit") == 0 and r.get("duplicate_addresses") == 0

@@ -555,6 +555,18 @@ def summary(runs):
     return out
 
 
+def say_real(m, what):
+    """The real control plane's medians: bootccm's CPU per WHAT and its
+    processes' CPU during the burst."""
+    if m.get("apiserver") != "real":
+        return
+    say("  real control plane: CPU per %s %s ms (burst); CPU s meanwhile: "
+        "kube-apiserver %s, etcd %s, kube-controller-manager %s, kwok %s"
+        % (what, m["cpu_per_%s_ms" % what], m["control_plane_cpu_s.kube-apiserver"],
+           m["control_plane_cpu_s.etcd"], m["control_plane_cpu_s.kube-controller-manager"],
+           m["control_plane_cpu_s.kwok"]))
+
+
 def add_apiserver_args(ap):
     ap.add_argument("--apiserver", choices=("fake", "real"), default="fake",
                     help="fake: the Python stand-in (default); real: etcd, kube-apiserver, "
@@ -623,13 +635,7 @@ def main(argv=None):
                m["writes_per_node_with_events"], m["nodes_without_event"],
                m["failed_node_writes"], m["metadata_calls"],
                m["cpu_s"], m["peak_rss_mib"]))
-        if m.get("apiserver") == "real":
-            say("  real control plane: CPU per node %s ms (burst); CPU s meanwhile: "
-                "kube-apiserver %s, etcd %s, kube-controller-manager %s, kwok %s"
-                % (m["cpu_per_node_ms"], m["control_plane_cpu_s.kube-apiserver"],
-                   m["control_plane_cpu_s.etcd"],
-                   m["control_plane_cpu_s.kube-controller-manager"],
-                   m["control_plane_cpu_s.kwok"]))
+        say_real(m, "node")
     if out:
         out.close()
     ok = all(r.get("complete") and r.get("exit") == 0 for r in runs)
