@@ -28,6 +28,12 @@ from the fake's request log (bootccm's user only). CPU is utime+stime from
 /proc/PID/stat, peak RSS VmHWM from /proc/PID/status, read once every
 Service is assigned and bootccm has made no request for 1 s.
 
+--apiserver real runs the same burst against the real control plane of
+tests/k8s/ (bench/realcp.py, as bench/node_burst.py --apiserver real):
+1,000 Nodes by default, created Ready by the admin and kept alive by kwok,
+the Services created by the admin, times stamped from a watch of the
+Services, writes from the audit log.
+
 One JSON line per run on stdout (and in --json OUT), then medians per mode.
 Method and figures: bench/RESULTS.md."""
 
@@ -199,7 +205,11 @@ def one_run(args, mode, run_no):
             stop(p)
             log.close()
         res["exit"] = p.returncode
-        analyse(res, be.log(seq_burst), clock, names, t0, kube_vip)
+        requests = be.log(seq_burst)
+        analyse(res, requests, clock, names, t0, kube_vip)
+        if real:
+            res["apiserver_write_ms"] = realcp.write_latency_ms(requests, parse_time,
+                                                                percentile)
     if res.get("complete") and res["exit"] == 0 and not args.keep:
         shutil.rmtree(state, ignore_errors=True)
     else:
@@ -306,7 +316,8 @@ SUMMARY = ("latency_s.p50", "latency_s.p99", "latency_s.max", "total_s", "bound_
            "failed_writes", "duplicate_addresses", "cpu_s", "cpu_burst_s", "rss_idle_mib",
            "peak_rss_idle_mib", "peak_rss_mib", "rss_mib", "service_writes_per_s", "loadavg_1m")
 # the real control plane's runs also have these
-SUMMARY_REAL = ("cpu_per_service_ms", "control_plane_cpu_s.kube-apiserver",
+SUMMARY_REAL = ("cpu_per_service_ms", "apiserver_write_ms.p50", "apiserver_write_ms.p99",
+                "control_plane_cpu_s.kube-apiserver",
                 "control_plane_cpu_s.etcd", "control_plane_cpu_s.kube-controller-manager",
                 "control_plane_cpu_s.kwok")
 

@@ -163,16 +163,21 @@ class _Watch(object):
 class RealAPI(object):
     """The control plane, RBAC applied, kwok running; stopped at exit."""
 
-    def __init__(self, bindir=None):
-        self.cp = ControlPlane(bindir, pod_cidr=POD_CIDR)
+    def __init__(self, bindir=None, cp=None):
+        """A control plane of its own, or CP (started, e.g. a test's), which
+        is left running at exit."""
+        self.own = cp is None
+        self.cp = ControlPlane(bindir, pod_cidr=POD_CIDR) if self.own else cp
         self.watches = []
         self._audit = (0, 0)   # (bytes read, lines of USER seen)
 
     def __enter__(self):
-        self.cp.start()
+        if self.own:
+            self.cp.start()
         try:
             self.cp.kubectl("apply", "-f", os.path.join(ROOT, "static-pod", "rbac.yaml"))
-            self.cp.start_kwok()
+            if "kwok" not in self.cp.procs:
+                self.cp.start_kwok()
             self.admin = _Conn(self.cp, "admin")
             ccm = _Conn(self.cp, "cloud-controller-manager")
             end = time.time() + RBAC_TIMEOUT_S   # the authorizer's cache has the rules
@@ -182,14 +187,16 @@ class RealAPI(object):
                                        % RBAC_TIMEOUT_S)
                 time.sleep(0.1)
         except BaseException:
-            self.cp.stop()
+            if self.own:
+                self.cp.stop()
             raise
         return self
 
     def __exit__(self, *exc):
         for w in self.watches:
             w.stop()
-        self.cp.stop()
+        if self.own:
+            self.cp.stop()
 
     def kubeconfig(self):
         """bootccm's kubeconfig: system:cloud-controller-manager."""
@@ -272,5 +279,17 @@ class RealAPI(object):
                         "namespace": ref.get("namespace"),
                         "code": (e.get("responseStatus") or {}).get("code"),
                         "time": e["stageTimestamp"], "body": e.get("requestObject"),
-                        "path": e.get("requestURI")})
+                        "path": e.get("requestURI"),
+                        "received": e.get("requestReceivedTimestamp")})
         return out
+
+
+def write_latency_ms(log, parse_time, percentile):
+    """p50, p99 and max of how long kube-apiserver took to answer the
+    writes of LOG other than Events (the audit entry's ResponseComplete
+    stage less its request's arrival), in ms."""
+    lat = [1000.0 * (parse_time(e["time"]) - parse_time(e["received"])) for e in log
+           if e.get("received") and e.get("resource") != "events"]
+    return {"p50": round(percentile(lat, 50), 1) if lat else None,
+            "p99": round(percentile(lat, 99), 1) if lat else None,
+            "max": round(max(lat), 1) if lat else None}
