@@ -323,6 +323,8 @@ class RealServer(object):
         res["control_plane_cpu_s"] = control_plane_cpu(self, p, cpu0)
         res["uptime"] = uptime()
         res["watch_restarts"] = self.api.watch_restarts()
+        if hasattr(self.clock, "changes"):   # Node events the watch delivered, all writers'
+            res["node_events"] = self.clock.changes
 
 
 def control_plane_cpu(be, p, cpu0=None):
