@@ -25,6 +25,9 @@
 #   make check-k8s  make k8s and build/bootccm, then the tests in tests/k8s/
 #                   against a real control plane on loopback (alone; make
 #                   check runs them too)
+#   make bench-k8s  make k8s and build/bootccm, then bench/node_burst.py and
+#                   bench/lb_burst.py with --apiserver real: etcd, kube-apiserver,
+#                   kube-controller-manager and kwok (minutes; not part of check)
 #   make install    PREFIX=/usr/local DESTDIR=
 #
 # Each step prints one short line (CC, LD, GEN...); make V=1 prints the full
@@ -97,7 +100,7 @@ DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/dev/drivers/%,$(DRIVER_SRCS
 TSAN_DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/tsan/drivers/%,$(DRIVER_SRCS))
 
 .PHONY: all static dev tsan unit fuzz check demo image bench install clean packages deps FORCE \
-	glibc soak valgrind fuzz-long k8s check-k8s
+	glibc soak valgrind fuzz-long k8s check-k8s bench-k8s
 .DELETE_ON_ERROR:
 # Keep every object: those of the test programs, drivers and fuzz harnesses
 # are intermediate files of pattern rules, which make would otherwise delete
@@ -268,6 +271,26 @@ bench: static
 	$(Q)rm -f $(BUILD)/bench/hcloud_requests.jsonl
 	$(Q)$(PYTHON) bench/hcloud_requests.py --bootccm $(BUILD)/bootccm \
 		--json $(BUILD)/bench/hcloud_requests.jsonl $(HCLOUD_REQUESTS_ARGS)
+
+# The node and LoadBalancer bursts against the real control plane of
+# tests/k8s/ (bench/realcp.py; not part of check): node_burst.py 1,000 Nodes
+# kept alive by kwok, burst mode, 3 runs; lb_burst.py 1,000 Services against
+# 1,000 kwok Nodes, mode plain, 3 runs; QPS 100, 4 workers as above
+# (NODE_BURST_K8S_ARGS and LB_BURST_K8S_ARGS add flags). Raw lines go to
+# $(BUILD)/bench/*_real.jsonl.
+NODE_BURST_K8S_ARGS ?=
+LB_BURST_K8S_ARGS ?=
+bench-k8s: k8s
+	$(Q)$(MAKE) static
+	@mkdir -p $(BUILD)/bench
+	$(call say,BENCH,bench/node_burst.py --apiserver real)
+	$(Q)BOOTCCM_K8S_BIN="$$(scripts/k8s-build.sh bindir)" $(PYTHON) bench/node_burst.py \
+		--apiserver real --mode burst --runs 3 --bootccm $(BUILD)/bootccm \
+		--json $(BUILD)/bench/node_burst_real.jsonl $(NODE_BURST_K8S_ARGS)
+	$(call say,BENCH,bench/lb_burst.py --apiserver real)
+	$(Q)BOOTCCM_K8S_BIN="$$(scripts/k8s-build.sh bindir)" $(PYTHON) bench/lb_burst.py \
+		--apiserver real --mode plain --runs 3 --bootccm $(BUILD)/bootccm \
+		--json $(BUILD)/bench/lb_burst_real.jsonl $(LB_BURST_K8S_ARGS)
 
 # The long runs (not part of check): bench/soak.py with its defaults (SOAK_ARGS
 # adds flags), then the fault and failover matrices at their long settings

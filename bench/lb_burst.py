@@ -28,6 +28,12 @@ from the fake's request log (bootccm's user only). CPU is utime+stime from
 /proc/PID/stat, peak RSS VmHWM from /proc/PID/status, read once every
 Service is assigned and bootccm has made no request for 1 s.
 
+--apiserver real runs the same burst against the real control plane of
+tests/k8s/ (bench/realcp.py, as bench/node_burst.py --apiserver real):
+1,000 Nodes by default, created Ready by the admin and kept alive by kwok,
+the Services created by the admin, times stamped from a watch of the
+Services, writes from the audit log.
+
 One JSON line per run on stdout (and in --json OUT), then medians per mode.
 Method and figures: bench/RESULTS.md."""
 
@@ -50,8 +56,11 @@ sys.path.insert(0, os.path.join(ROOT, "bench"))
 import yaml  # noqa: E402  (python3-yaml)
 
 import apiserver  # noqa: E402
-from node_burst import (field, kubelet_node, parse_time, percentile, proc_cpu_s,  # noqa: E402
-                        proc_status_kib, say, wait_quiet)
+import realcp  # noqa: E402
+from node_burst import (FakeServer, RealServer, add_apiserver_args,  # noqa: E402
+                        control_plane_cpu, field,
+                        kubelet_node, parse_time, percentile, proc_cpu_s, proc_status_kib,
+                        say, say_real, uptime)
 
 USER = "system:cloud-controller-manager"
 NS = "default"
@@ -96,11 +105,13 @@ class ServiceClock(object):
     as it is stored: when it was created, when its status first showed an
     address (and which)."""
 
-    def __init__(self, store):
+    def __init__(self, store=None):
         self.lock = threading.Lock()
         self.created = {}
         self.assigned = {}
         self.address = {}
+        if store is None:   # stamped by the caller (a watch of the real API)
+            return
         orig = store._commit
 
         def commit(etype, rkey, ns, name, obj, prev):
@@ -132,24 +143,26 @@ def one_run(args, mode, run_no):
     kube_vip = mode == "kube-vip"
     res = {"mode": mode, "run": run_no, "services": n, "nodes": args.nodes, "qps": args.qps,
            "burst": args.burst, "workers": args.workers}
-    with apiserver.FakeAPIServer(state_dir=state) as srv:
-        with open(os.path.join(ROOT, "static-pod", "rbac.yaml")) as f:
-            for obj in yaml.safe_load_all(f):
-                if obj:
-                    srv.create_object(obj)
+    real = args.apiserver == "real"
+    if real:
+        res["apiserver"] = "real"
+    server = realcp.RealAPI(args.k8s_bin) if real else apiserver.FakeAPIServer(state_dir=state)
+    with server as srv:
+        if real:
+            be = RealServer(srv, ServiceClock(), "/api/v1/services")
+        else:
+            be = FakeServer(srv, state, lambda store: None)
         t = time.time()
-        srv.create_object(ready_node(-1))
-        for i in range(args.nodes - 1):
-            srv.create_object(ready_node(i))
+        be.create([ready_node(i) for i in range(-1, args.nodes - 1)])
         res["nodes_create_s"] = round(time.time() - t, 3)
-        clock = ServiceClock(srv.store)
+        if not real:
+            be.clock = ServiceClock(srv.store)
+        clock = be.clock
         cfg = os.path.join(state, "cloud-config.yaml")
         with open(cfg, "w") as f:
             yaml.safe_dump({"static": {"pools": [{"name": "bench", "addresses": [POOL]}],
                                        "kubeVipAnnotation": kube_vip}}, f)
-        kc = srv.write_kubeconfig(os.path.join(state, "ccm.kubeconfig"), user=USER,
-                                  groups=(), tls_server_name="kubernetes")
-        cmd = [args.bootccm, "--kubeconfig", kc, "--cloud-provider=static",
+        cmd = [args.bootccm, "--kubeconfig", be.kubeconfig(), "--cloud-provider=static",
                "--cloud-config", cfg, "--node-name", LOCAL,
                "--kube-api-qps=%g" % args.qps, "--kube-api-burst=%d" % args.burst,
                "--concurrent-service-syncs=%d" % args.workers,
@@ -170,24 +183,33 @@ def one_run(args, mode, run_no):
                                        "log %s" % (p.poll(), log_path))
                 time.sleep(0.05)
             res["caches_synced_s"] = round(time.time() - t_start, 3)
-            wait_quiet(srv, 1.0, 30)
+            be.wait_quiet(1.0, 30)
             res["rss_idle_mib"] = round(proc_status_kib(p.pid, "VmRSS") / 1024.0, 2)
             res["peak_rss_idle_mib"] = round(proc_status_kib(p.pid, "VmHWM") / 1024.0, 2)
-            seq_burst = srv.log_seq()
+            services = [lb_service(name) for name in names] if real else \
+                (lb_service(name) for name in names)
+            seq_burst = be.seq()
             cpu0 = proc_cpu_s(p.pid)
+            cp_cpu0 = control_plane_cpu(be, p) if real else None
             t0 = time.time()
-            for name in names:
-                srv.create_object(lb_service(name))
+            be.create(services, path="/api/v1/namespaces/%s/services" % NS)
             res["create_s"] = round(time.time() - t0, 3)
             budget = args.timeout or (60 + 10.0 * n / args.qps)
-            res["complete"] = wait_assigned(p, clock, names, budget, log_path)
-            res["quiet"] = wait_quiet(srv, 1.0, budget)
+            res["complete"] = wait_assigned(p, clock, names, budget, log_path, be.check)
+            res["quiet"] = be.wait_quiet(1.0, budget)
             read_process(res, p.pid, cpu0)
+            if real:
+                res["cpu_per_service_ms"] = round(1000.0 * res["cpu_burst_s"] / n, 3)
+                be.record(res, p, cp_cpu0)
         finally:
             stop(p)
             log.close()
         res["exit"] = p.returncode
-        analyse(res, srv, clock, names, seq_burst, t0, kube_vip)
+        requests = be.log(seq_burst)
+        analyse(res, requests, clock, names, t0, kube_vip)
+        if real:
+            res["apiserver_write_ms"] = realcp.write_latency_ms(requests, parse_time,
+                                                                percentile)
     if res.get("complete") and res["exit"] == 0 and not args.keep:
         shutil.rmtree(state, ignore_errors=True)
     else:
@@ -195,11 +217,12 @@ def one_run(args, mode, run_no):
     return res
 
 
-def wait_assigned(p, clock, names, budget_s, log_path):
+def wait_assigned(p, clock, names, budget_s, log_path, check=lambda: None):
     """Waits until every Service has its address (True), or the budget is
-    spent (False); fails if bootccm exits."""
+    spent (False); fails if bootccm exits (or check() raises)."""
     end = time.time() + budget_s
     while clock.count_assigned(names) < len(names):
+        check()
         if p.poll() is not None:
             raise RuntimeError("bootccm exited %s; log %s" % (p.returncode, log_path))
         if time.time() > end:
@@ -230,7 +253,7 @@ def stop(p):
         p.wait()
 
 
-def analyse(res, srv, clock, names, seq_burst, t0, kube_vip):
+def analyse(res, requests, clock, names, t0, kube_vip):
     n = len(names)
     done = [x for x in names if x in clock.assigned]
     lat = [clock.assigned[x] - clock.created[x] for x in done]
@@ -252,7 +275,7 @@ def analyse(res, srv, clock, names, seq_burst, t0, kube_vip):
     per_svc = {}
     codes = {}
     finalizer_first = 0
-    for e in srv.request_log(seq_burst):
+    for e in requests:
         if e["user"] != USER or e["verb"] not in ("create", "update", "patch", "delete"):
             continue
         codes[str(e["code"])] = codes.get(str(e["code"]), 0) + 1
@@ -280,7 +303,7 @@ def analyse(res, srv, clock, names, seq_burst, t0, kube_vip):
     res["failed_writes"] = sum(v for k, v in codes.items() if not k.startswith("2"))
     q = res["qps"]
     res["bound_s"] = round(res["writes_per_service_goal"] * n / q + 1, 3)
-    log = [e for e in srv.request_log(seq_burst) if e["user"] == USER and
+    log = [e for e in requests if e["user"] == USER and
            e.get("resource") == "services" and e.get("name") in wanted]
     if log and res["total_s"]:
         res["service_writes_per_s"] = round(
@@ -292,6 +315,11 @@ SUMMARY = ("latency_s.p50", "latency_s.p99", "latency_s.max", "total_s", "bound_
            "create_s", "caches_synced_s", "writes_per_service", "writes.event",
            "failed_writes", "duplicate_addresses", "cpu_s", "cpu_burst_s", "rss_idle_mib",
            "peak_rss_idle_mib", "peak_rss_mib", "rss_mib", "service_writes_per_s", "loadavg_1m")
+# the real control plane's runs also have these
+SUMMARY_REAL = ("cpu_per_service_ms", "apiserver_write_ms.p50", "apiserver_write_ms.p99",
+                "control_plane_cpu_s.kube-apiserver",
+                "control_plane_cpu_s.etcd", "control_plane_cpu_s.kube-controller-manager",
+                "control_plane_cpu_s.kwok")
 
 
 def summary(runs):
@@ -304,7 +332,9 @@ def summary(runs):
              "nodes": rs[0]["nodes"], "qps": rs[0]["qps"], "burst": rs[0]["burst"],
              "workers": rs[0]["workers"], "complete": all(r.get("complete") for r in rs),
              "writes_per_service_goal": rs[0]["writes_per_service_goal"]}
-        for k in SUMMARY:
+        if rs[0].get("apiserver") == "real":
+            m["apiserver"] = "real"
+        for k in SUMMARY + (SUMMARY_REAL if m.get("apiserver") else ()):
             vals = [field(r, k) for r in rs if field(r, k) is not None]
             m[k] = round(statistics.median(vals), 3) if vals else None
         out.append(m)
@@ -324,8 +354,9 @@ def emit(out, obj):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--services", type=int, default=1000)
-    ap.add_argument("--nodes", type=int, default=5000,
-                    help="Nodes in the cache, the one bootccm runs on included (default 5000)")
+    ap.add_argument("--nodes", type=int, default=None,
+                    help="Nodes in the cache, the one bootccm runs on included (default 5000; "
+                    "1000 with --apiserver real)")
     ap.add_argument("--qps", type=float, default=100.0, help="--kube-api-qps (default 100)")
     ap.add_argument("--burst", type=int, default=None, help="--kube-api-burst (default = qps)")
     ap.add_argument("--workers", type=int, default=4,
@@ -338,7 +369,10 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=0,
                     help="seconds to wait for all Services (default 60 + 10*N/qps)")
     ap.add_argument("--keep", action="store_true", help="keep each run's state directory")
+    add_apiserver_args(ap)
     args = ap.parse_args(argv)
+    if args.nodes is None:
+        args.nodes = 1000 if args.apiserver == "real" else 5000
     if args.burst is None:
         args.burst = max(1, int(args.qps))
     if args.services < 1 or args.nodes < 1 or args.qps <= 0 or args.workers < 1 or \
@@ -360,6 +394,8 @@ def main(argv=None):
             except RuntimeError as e:
                 r = {"mode": mode, "run": i + 1, "services": args.services, "error": str(e)}
             runs.append(emit(out, r))
+            if args.apiserver == "real":
+                say("  " + r.get("uptime", uptime()))
     for m in summary([r for r in runs if "error" not in r]):
         emit(out, dict(m, summary=True))
         say("median %-8s N=%d nodes=%d qps=%g workers=%d runs=%d: all assigned in %ss "
@@ -370,6 +406,7 @@ def main(argv=None):
                m["latency_s.p99"], m["writes_per_service"], m["writes_per_service_goal"],
                m["failed_writes"], m["duplicate_addresses"], m["cpu_s"], m["rss_idle_mib"],
                m["peak_rss_mib"]))
+        say_real(m, "service")
     if out:
         out.close()
     ok = all(r.get("complete") and r.get("exit") == 0 and r.get("duplicate_addresses") == 0

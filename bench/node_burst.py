@@ -29,6 +29,18 @@ node.cloudprovider.kubernetes.io/uninitialized was stored. Writes are read
 from the fake's request log. CPU is utime+stime from /proc/PID/stat, peak RSS
 VmHWM from /proc/PID/status, both read just before SIGTERM.
 
+--apiserver real runs the same burst against the real control plane of
+tests/k8s/ (bench/realcp.py: etcd, kube-apiserver, kube-controller-manager,
+static-pod/rbac.yaml applied, bootccm with the cloud-controller-manager
+kubeconfig) with kwok keeping the Nodes alive (label type=kwok; the
+project's stages, which write no address). The Nodes carry a kubelet's
+fields but are created by the admin, 8 at a time; times are stamped as a
+watch of the real API delivers the events, writes come from its audit log,
+and the CPU of the control plane's processes during the burst is recorded
+beside bootccm's.
+
+    bench/node_burst.py --apiserver real --mode burst --runs 3
+
 One JSON line per run on stdout (and in --json OUT), then medians per mode.
 Method and figures: bench/RESULTS.md."""
 
@@ -49,10 +61,12 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes", "metadata"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 
 import yaml  # noqa: E402  (python3-yaml)
 
 import apiserver  # noqa: E402
+import realcp  # noqa: E402
 from server import FakeMetadata  # noqa: E402
 
 USER = "system:cloud-controller-manager"
@@ -124,12 +138,14 @@ class NodeClock(object):
     it is stored: when it was created, when its addresses first appeared,
     when the uninitialized taint went."""
 
-    def __init__(self, store):
+    def __init__(self, store=None):
         self.lock = threading.Lock()
         self.created = {}
         self.addressed = {}
         self.untainted = {}
         self.changes = 0
+        if store is None:   # stamped by the caller (a watch of the real API)
+            return
         orig = store._commit
 
         def commit(etype, rkey, ns, name, obj, prev):
@@ -175,6 +191,11 @@ def proc_status_kib(pid, key):
     return 0
 
 
+def uptime():
+    """uptime(1)'s line: the machine's load when a run ended."""
+    return subprocess.run(["uptime"], capture_output=True, text=True).stdout.strip()
+
+
 def percentile(xs, p):
     """Nearest rank: the smallest value with at least p% of the values at or
     below it."""
@@ -207,30 +228,136 @@ def wait_quiet(srv, quiet_s, timeout_s):
     return False
 
 
+class FakeServer(object):
+    """The stand-in: the fake API server with static-pod/rbac.yaml loaded,
+    a clock (NodeClock, or lb_burst's ServiceClock) wrapped around its
+    store's commit, and bootccm's requests from its request log."""
+
+    real = False
+
+    def __init__(self, srv, state, make_clock=NodeClock):
+        self.srv = srv
+        self.state = state
+        with open(os.path.join(ROOT, "static-pod", "rbac.yaml")) as f:
+            for obj in yaml.safe_load_all(f):
+                if obj:
+                    srv.create_object(obj)
+        self.clock = make_clock(srv.store)
+
+    def create(self, objs, interval=0.0, path=None):
+        t0 = time.time()
+        for i, obj in enumerate(objs):
+            if interval:
+                time.sleep(max(0.0, t0 + i * interval - time.time()))
+            self.srv.create_object(obj)
+
+    def kubeconfig(self):
+        return self.srv.write_kubeconfig(os.path.join(self.state, "ccm.kubeconfig"), user=USER,
+                                         groups=(), tls_server_name="kubernetes")
+
+    def seq(self):
+        return self.srv.log_seq()
+
+    def wait_quiet(self, quiet_s, timeout_s):
+        return wait_quiet(self.srv, quiet_s, timeout_s)
+
+    def log(self, seq):
+        return [e for e in self.srv.request_log(seq) if e["user"] == USER]
+
+    def pids(self):
+        return {}
+
+    def check(self):
+        pass
+
+
+class RealServer(object):
+    """The real control plane (bench/realcp.py): the objects of WATCH (a
+    collection path) stamped on the clock as its watch delivers them, Nodes
+    labelled for kwok to keep alive, created as the admin; bootccm's writes
+    from the audit log."""
+
+    real = True
+
+    def __init__(self, api, clock=None, watch="/api/v1/nodes"):
+        self.api = api
+        self.clock = clock or NodeClock()
+        api.watch(watch, lambda t, etype, obj:
+                  self.clock._stamp(t, etype, obj["metadata"]["name"], obj))
+
+    def create(self, objs, interval=0.0, path="/api/v1/nodes"):
+        objs = list(objs)
+        for obj in objs:
+            if obj["kind"] == "Node":
+                obj["metadata"].setdefault("labels", {}).update(realcp.KWOK_LABELS)
+        if interval:
+            t0 = time.time()
+            for i, obj in enumerate(objs):
+                time.sleep(max(0.0, t0 + i * interval - time.time()))
+                self.api.create(path, obj)
+        else:
+            self.api.create_all(path, objs)
+
+    def kubeconfig(self):
+        return self.api.kubeconfig()
+
+    def seq(self):
+        return self.api.writes_seen(USER)
+
+    def wait_quiet(self, quiet_s, timeout_s):
+        return self.api.wait_quiet(USER, quiet_s, timeout_s)
+
+    def log(self, seq):
+        return self.api.request_log(USER, seq)
+
+    def pids(self):
+        return self.api.proc_pids()
+
+    def check(self):
+        self.api.check()
+
+    def record(self, res, p, cpu0):
+        """What a run against the real control plane adds: the CPU of each
+        of its processes since cpu0 (from control_plane_cpu), the machine's
+        load, watch restarts."""
+        res["control_plane_cpu_s"] = control_plane_cpu(self, p, cpu0)
+        res["uptime"] = uptime()
+        res["watch_restarts"] = self.api.watch_restarts()
+        if hasattr(self.clock, "changes"):   # Node events the watch delivered, all writers'
+            res["node_events"] = self.clock.changes
+
+
+def control_plane_cpu(be, p, cpu0=None):
+    """CPU s of bootccm (p) and of each control-plane process so far, less
+    cpu0 (a result of this)."""
+    now = {"bootccm": proc_cpu_s(p.pid)}
+    now.update({k: proc_cpu_s(v) for k, v in be.pids().items()})
+    return {k: round(v - (cpu0 or {}).get(k, 0.0), 3) for k, v in now.items()}
+
+
 def one_run(args, mode, run_no):
     n = args.nodes
     names = [remote_name(i) for i in range(n)]
     state = tempfile.mkdtemp(prefix="node-burst-")
     res = {"mode": mode, "run": run_no, "nodes": n, "qps": args.qps,
            "burst": args.burst, "workers": args.workers}
+    if args.apiserver == "real":
+        res["apiserver"] = "real"
+        server = realcp.RealAPI(args.k8s_bin, args.control_plane)
+    else:
+        server = apiserver.FakeAPIServer(state_dir=state)
     if mode == "burst" and args.interval:
         res["interval_s"] = args.interval
-    with apiserver.FakeAPIServer(state_dir=state) as srv, \
-            FakeMetadata("ec2").start() as md:
-        with open(os.path.join(ROOT, "static-pod", "rbac.yaml")) as f:
-            for obj in yaml.safe_load_all(f):
-                if obj:
-                    srv.create_object(obj)
-        clock = NodeClock(srv.store)
-        srv.create_object(kubelet_node(LOCAL, 0, local=True))
+    with server as srv, FakeMetadata("ec2").start() as md:
+        be = RealServer(srv) if args.apiserver == "real" else FakeServer(srv, state)
+        clock = be.clock
+        be.create([kubelet_node(LOCAL, 0, local=True)])
         if mode == "before":
+            nodes = [kubelet_node(name, i) for i, name in enumerate(names)]
             t = time.time()
-            for i, name in enumerate(names):
-                srv.create_object(kubelet_node(name, i))
+            be.create(nodes)
             res["create_s"] = round(time.time() - t, 3)
-        kc = srv.write_kubeconfig(os.path.join(state, "ccm.kubeconfig"), user=USER,
-                                  groups=(), tls_server_name="kubernetes")
-        cmd = [args.bootccm, "--kubeconfig", kc, "--cloud-provider=metadata",
+        cmd = [args.bootccm, "--kubeconfig", be.kubeconfig(), "--cloud-provider=metadata",
                "--node-name", LOCAL, "--metadata-cloud=ec2",
                "--metadata-endpoint=" + md.url,
                "--metadata-dmi-dir=" + os.path.join(ROOT, "tests", "fakes", "metadata",
@@ -240,7 +367,7 @@ def one_run(args, mode, run_no):
                "--leader-elect=false", "--secure-port=0"]
         log_path = os.path.join(state, "bootccm.log")
         log = open(log_path, "w")
-        seq0 = srv.log_seq()
+        seq0 = be.seq()
         t_start = time.time()
         p = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
         try:
@@ -248,6 +375,7 @@ def one_run(args, mode, run_no):
             # the local node first: bootccm has listed, watches and works
             end = time.time() + 30
             while LOCAL not in clock.untainted:
+                be.check()
                 if p.poll() is not None or time.time() > end:
                     raise RuntimeError("bootccm did not initialize %s (exit %s); log %s"
                                        % (LOCAL, p.poll(), log_path))
@@ -255,30 +383,36 @@ def one_run(args, mode, run_no):
             res["local_init_s"] = round(clock.untainted[LOCAL] - t_start, 3)
             if mode == "burst":
                 # its own node's Synced Event too, so the burst starts idle
-                wait_quiet(srv, 0.5, 10)
-                seq_burst = srv.log_seq()
+                be.wait_quiet(0.5, 10)
+                nodes = [kubelet_node(name, i) for i, name in enumerate(names)] \
+                    if be.real else (kubelet_node(name, i) for i, name in enumerate(names))
+                seq_burst = be.seq()
                 cpu0 = proc_cpu_s(p.pid)
+                cp_cpu0 = control_plane_cpu(be, p)
                 t0 = time.time()
-                for i, name in enumerate(names):
-                    if args.interval:
-                        time.sleep(max(0.0, t0 + i * args.interval - time.time()))
-                    srv.create_object(kubelet_node(name, i))
+                be.create(nodes, args.interval)
                 res["create_s"] = round(time.time() - t0, 3)
             else:
                 seq_burst, cpu0, t0 = seq0, 0.0, t_start
+                cp_cpu0 = {}
             end = time.time() + budget
             while clock.count_untainted(names) < n:
+                be.check()
                 if p.poll() is not None:
                     raise RuntimeError("bootccm exited %s; log %s" % (p.returncode, log_path))
                 if time.time() > end:
                     break
                 time.sleep(0.05)
             res["complete"] = clock.count_untainted(names) == n
-            res["quiet"] = wait_quiet(srv, 1.0, budget)
+            res["quiet"] = be.wait_quiet(1.0, budget)
             res["cpu_s"] = round(proc_cpu_s(p.pid), 3)
             res["cpu_burst_s"] = round(res["cpu_s"] - cpu0, 3)
             res["peak_rss_mib"] = round(proc_status_kib(p.pid, "VmHWM") / 1024.0, 2)
             res["rss_mib"] = round(proc_status_kib(p.pid, "VmRSS") / 1024.0, 2)
+            if be.real:
+                res["cpu_per_node_ms"] = round(1000.0 * res["cpu_burst_s"] / n, 3)
+                # what the control plane spent meanwhile, on the same 2 cores
+                be.record(res, p, cp_cpu0)
             with open("/proc/loadavg") as f:   # the machine's other work, for the record
                 res["loadavg_1m"] = float(f.read().split()[0])
         finally:
@@ -291,7 +425,11 @@ def one_run(args, mode, run_no):
                     p.wait()
             log.close()
         res["exit"] = p.returncode
-        analyse(res, srv, md, clock, names, seq_burst, t0)
+        requests = be.log(seq_burst)
+        analyse(res, requests, len(md.request_log()), clock, names, t0)
+        if be.real:
+            res["apiserver_write_ms"] = realcp.write_latency_ms(requests, parse_time,
+                                                                percentile)
     if res.get("complete") and res["exit"] == 0 and not args.keep:
         shutil.rmtree(state, ignore_errors=True)
     else:
@@ -310,7 +448,7 @@ def event_node(e):
     return (e.get("name") or "").split(".", 1)[0]
 
 
-def analyse(res, srv, md, clock, names, seq_burst, t0):
+def analyse(res, log, metadata_calls, clock, names, t0):
     n = len(names)
     done = [x for x in names if x in clock.untainted]
     lat = [clock.untainted[x] - clock.created[x] for x in done]
@@ -326,7 +464,6 @@ def analyse(res, srv, md, clock, names, seq_burst, t0):
         1 for x in done if x not in clock.addressed or clock.addressed[x] > clock.untainted[x]
         or clock.addressed[x] == clock.untainted[x])
 
-    log = [e for e in srv.request_log(seq_burst) if e["user"] == USER]
     wanted = set(names)
     w = {"node_status": 0, "node": 0, "event": 0, "other": 0}
     per_node = {}
@@ -378,7 +515,7 @@ def analyse(res, srv, md, clock, names, seq_burst, t0):
     res["failed_writes"] = sum(v for k, v in codes.items() if not k.startswith("2"))
     res["failed_node_writes"] = failed_node
     res["reads"] = reads
-    res["metadata_calls"] = len(md.request_log())
+    res["metadata_calls"] = metadata_calls
     if first_write is not None and last:
         res["write_window_s"] = round(last - first_write, 3)
     if last_write is not None:
@@ -399,6 +536,11 @@ SUMMARY = ("latency_s.p50", "latency_s.p99", "latency_s.max", "total_s", "bound_
            "writes_per_node_with_events", "writes.event", "nodes_without_event", "conflicts",
            "failed_writes", "failed_node_writes", "metadata_calls", "cpu_s", "cpu_burst_s",
            "peak_rss_mib", "local_init_s", "node_writes_per_s", "loadavg_1m")
+# the real control plane's runs also have these
+SUMMARY_REAL = ("cpu_per_node_ms", "apiserver_write_ms.p50", "apiserver_write_ms.p99",
+                "control_plane_cpu_s.kube-apiserver",
+                "control_plane_cpu_s.etcd", "control_plane_cpu_s.kube-controller-manager",
+                "control_plane_cpu_s.kwok")
 
 
 def field(r, path):
@@ -420,7 +562,9 @@ def summary(runs):
              "complete": all(r.get("complete") for r in rs),
              "untainted_before_addresses": sum(r.get("untainted_before_addresses", 0)
                                                for r in rs)}
-        for k in SUMMARY:
+        if rs[0].get("apiserver") == "real":
+            m["apiserver"] = "real"
+        for k in SUMMARY + (SUMMARY_REAL if m.get("apiserver") else ()):
             vals = [field(r, k) for r in rs if field(r, k) is not None]
             m[k] = round(statistics.median(vals), 3) if vals else None
         m["total_within_bound"] = m["total_s"] is not None and m["total_s"] <= m["bound_s"]
@@ -430,7 +574,32 @@ def summary(runs):
     return out
 
 
-def main(argv=None):
+def say_real(m, what):
+    """The real control plane's medians: bootccm's CPU per WHAT and its
+    processes' CPU during the burst."""
+    if m.get("apiserver") != "real":
+        return
+    say("  real control plane: CPU per %s %s ms (burst); kube-apiserver answered bootccm's "
+        "writes in p50 %s ms, p99 %s ms; CPU s meanwhile: "
+        "kube-apiserver %s, etcd %s, kube-controller-manager %s, kwok %s"
+        % (what, m["cpu_per_%s_ms" % what], m["apiserver_write_ms.p50"],
+           m["apiserver_write_ms.p99"], m["control_plane_cpu_s.kube-apiserver"],
+           m["control_plane_cpu_s.etcd"], m["control_plane_cpu_s.kube-controller-manager"],
+           m["control_plane_cpu_s.kwok"]))
+
+
+def add_apiserver_args(ap):
+    ap.add_argument("--apiserver", choices=("fake", "real"), default="fake",
+                    help="fake: the Python stand-in (default); real: etcd, kube-apiserver, "
+                    "kube-controller-manager and kwok (bench/realcp.py)")
+    ap.add_argument("--k8s-bin", default=None,
+                    help="real: the upstream binaries (default BOOTCCM_K8S_BIN, else "
+                    "scripts/k8s-build.sh bindir)")
+
+
+def main(argv=None, control_plane=None):
+    """control_plane: with --apiserver real, a started ControlPlane to run
+    on instead of one per run (tests/k8s/test_bench_real.py's)."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--nodes", type=int, default=1000)
     ap.add_argument("--qps", type=float, default=100.0, help="--kube-api-qps (default 100)")
@@ -446,7 +615,9 @@ def main(argv=None):
     ap.add_argument("--timeout", type=float, default=0,
                     help="seconds to wait for all nodes (default 60 + 10*N/qps)")
     ap.add_argument("--keep", action="store_true", help="keep each run's state directory")
+    add_apiserver_args(ap)
     args = ap.parse_args(argv)
+    args.control_plane = control_plane
     if args.burst is None:
         args.burst = max(1, int(args.qps))
     if args.nodes < 1 or args.qps <= 0 or args.workers < 1 or args.runs < 1:
@@ -466,6 +637,8 @@ def main(argv=None):
             except RuntimeError as e:
                 r = {"mode": mode, "run": i + 1, "nodes": args.nodes, "error": str(e)}
             runs.append(r)
+            if args.apiserver == "real":
+                say("  " + r.get("uptime", uptime()))
             line = json.dumps(r, sort_keys=True)
             print(line, flush=True)
             if out:
@@ -486,6 +659,7 @@ def main(argv=None):
                m["writes_per_node_with_events"], m["nodes_without_event"],
                m["failed_node_writes"], m["metadata_calls"],
                m["cpu_s"], m["peak_rss_mib"]))
+        say_real(m, "node")
     if out:
         out.close()
     ok = all(r.get("complete") and r.get("exit") == 0 for r in runs)
