@@ -15,6 +15,7 @@ import time
 import pytest
 
 from conftest import driver_path
+from harness import wait_until
 import apiserver
 
 BOOKMARK_S = 0.5   # the fake's bookmark period (the real server's: about 1 min)
@@ -613,10 +614,13 @@ def test_services(srv, tmp, drivers):
 
 def test_waits_for_the_api_server(srv, tmp, drivers):
     srv.create_object(node("a"))
-    srv.outage(2, "refuse")
+    srv.outage(600, "refuse")  # until ended below, whatever the machine's load
     d = start(drivers, srv, tmp, "--backoff-min", "200ms", "--backoff-max", "500ms")
-    time.sleep(1)
+    # two refused lists: it retries, and is not synced meanwhile
+    wait_until(lambda: d.stderr().count('"Failed to list"') >= 2, timeout=30,
+               what="two failed lists")
     assert not d.events("synced")
+    srv.end_outage()
     d.wait_synced(10)
     final = d.stop()
     assert metric(final, "bootccm_reflector_errors_total", resource="nodes", kind="list") >= 1
