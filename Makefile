@@ -20,8 +20,9 @@
 #                   FUZZ_LONG_JOBS (1) at a time; execs and crashes per harness
 #   make k8s        kube-apiserver, kube-controller-manager, kubectl, etcd and
 #                   kwok built from the Go modules pinned in tests/k8s/ into
-#                   ~/.cache/bootccm/k8s/<pin>/bin (scripts/k8s-build.sh; once
-#                   per pin; docs/build.md)
+#                   ~/.cache/bootccm/k8s/<pin>/bin, and the peers pinned in
+#                   bench/peers/ into ~/.cache/bootccm/k8s/peers/<hash>/bin
+#                   (scripts/k8s-build.sh; once per pin; docs/build.md)
 #   make check-k8s  make k8s and build/bootccm, then the tests in tests/k8s/
 #                   against a real control plane on loopback (alone; make
 #                   check runs them too)
