@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from controlplane import peer, peers_dir
-from nodes import poll
+from nodes import create_lb_service, poll
 
 TIMEOUT_S = 60
 KUBE_VIP = "kube-vip-cloud-provider"
@@ -40,22 +40,10 @@ def upstream_manifest(name, filename, skip_kinds=()):
     return yaml.safe_dump_all(docs)
 
 
-def service(admin, name, ns="default"):
-    obj = {"apiVersion": "v1", "kind": "Service",
-           "metadata": {"name": name, "namespace": ns},
-           "spec": {"type": "LoadBalancer", "selector": {"app": name},
-                    "ports": [{"name": "http", "port": 80, "protocol": "TCP",
-                               "targetPort": 8080}]}}
-    status, body = admin.request("POST", "/api/v1/namespaces/%s/services" % ns, obj)
-    assert status == 201, body
-    return body
-
-
 def start_kube_vip(cp, pool):
     """kube-vip-cloud-provider under its upstream RBAC and ServiceAccount
     name (a client certificate of that name), with POOL (first, last) as
     range-global; the process."""
-    bin_path = peer(KUBE_VIP)
     # upstream's ServiceAccount, ClusterRole and binding; its Deployment is
     # what this process stands for
     cp.kubectl("apply", "-f", "-", input=upstream_manifest(
@@ -73,36 +61,60 @@ def start_kube_vip(cp, pool):
     status, body = cp.client("admin").request(
         "POST", "/api/v1/namespaces/kube-system/configmaps", cm)
     assert status == 201, body
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": home}
-    return cp.spawn(KUBE_VIP, [
-        bin_path, "--OutSideCluster", "--kubeconfig", conf,
-        "--leader-elect-resource-name=kube-vip-cloud-controller",
-        "--secure-port=0", "--webhook-secure-port=0", "-v=2"], env)
+    return cp.spawn(KUBE_VIP, *kube_vip_command(cp))
+
+
+def kube_vip_command(cp):
+    """kube-vip-cloud-provider's argv and environment (its kubeconfig,
+    and as $HOME/.kube/config for its IPAM client), serving no port."""
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": cp.path("kube-vip-home")}
+    return [peer(KUBE_VIP), "--OutSideCluster", "--kubeconfig", cp.kubeconfig("kube-vip"),
+            "--leader-elect-resource-name=kube-vip-cloud-controller",
+            "--secure-port=0", "--webhook-secure-port=0", "-v=2"], env
+
+
+def kube_vip_address(cp, admin, proc, name):
+    """The address kube-vip-cloud-provider gave Service NAME, once it has."""
+    def address():
+        assert proc.poll() is None, "%s exited:\n%s" % (KUBE_VIP, cp.log(KUBE_VIP)[-3000:])
+        status, body = admin.request("GET", "/api/v1/namespaces/default/services/" + name)
+        assert status == 200, body
+        return body["metadata"].get("annotations", {}).get(KUBE_VIP_IPS)
+    return poll(address, "kube-vip address for " + name, timeout=TIMEOUT_S,
+                log=lambda: cp.log(KUBE_VIP)[-3000:])
+
+
+def service_writes(cp):
+    return [e for e in cp.writes(KUBE_VIP_USER) if e["objectRef"]["resource"] == "services"]
 
 
 def test_kube_vip_cloud_provider_gives_a_service_an_address(cp):
     proc = start_kube_vip(cp, KUBE_VIP_POOL)
     admin = cp.client("admin")
-    service(admin, "kv-web")
-
-    def address():
-        assert proc.poll() is None, "%s exited:\n%s" % (KUBE_VIP, cp.log(KUBE_VIP)[-3000:])
-        status, body = admin.request("GET", "/api/v1/namespaces/default/services/kv-web")
-        assert status == 200, body
-        return body["metadata"].get("annotations", {}).get(KUBE_VIP_IPS)
-    ip = poll(address, "kube-vip address for kv-web", timeout=TIMEOUT_S,
-              log=lambda: cp.log(KUBE_VIP)[-3000:])
+    create_lb_service(admin, "kv-web")
+    ip = kube_vip_address(cp, admin, proc, "kv-web")
     first, last = (ipaddress.ip_address(a) for a in KUBE_VIP_POOL)
     assert first <= ipaddress.ip_address(ip) <= last, ip
     status, body = admin.request("GET", "/api/v1/namespaces/default/services/kv-web")
     assert body["spec"].get("loadBalancerIP") == ip, body["spec"]
     assert body["metadata"]["labels"].get("implementation") == "kube-vip", body["metadata"]
     # it wrote as itself, and the real authorizer refused it nothing
-    writes = [e for e in cp.writes(KUBE_VIP_USER) if e["objectRef"]["resource"] == "services"]
+    writes = service_writes(cp)
     assert writes and all(e["responseStatus"]["code"] < 400 for e in writes), writes
+    # a restart keeps the address: a second Service gets another one
     cp.stop_process(KUBE_VIP)
     log = cp.log(KUBE_VIP)
     assert "forbidden" not in log.lower(), log[-3000:]
+    proc = cp.spawn(KUBE_VIP, *kube_vip_command(cp))
+    create_lb_service(admin, "kv-api")
+    ip2 = kube_vip_address(cp, admin, proc, "kv-api")
+    assert ip2 != ip and first <= ipaddress.ip_address(ip2) <= last, (ip, ip2)
+    status, body = admin.request("GET", "/api/v1/namespaces/default/services/kv-web")
+    assert body["metadata"]["annotations"][KUBE_VIP_IPS] == ip, body["metadata"]
+    cp.stop_process(KUBE_VIP)
+    log = cp.log(KUBE_VIP)
+    assert "forbidden" not in log.lower(), log[-3000:]
+    assert all(e["responseStatus"]["code"] < 400 for e in service_writes(cp))
 
 
 @pytest.fixture(scope="module", autouse=True)
