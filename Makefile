@@ -11,6 +11,8 @@
 #                   ctr -n k8s.io images import)
 #   make bench      the benchmarks in bench/ with the parameters bench/RESULTS.md
 #                   records, printing their figures (minutes; not part of check)
+#   make bench-peers  bench/peers.py: bootccm against kube-vip-cloud-provider
+#                   on the real control plane, the ratio per figure
 #   make soak       bench/soak.py (5,000 Nodes, 2,000 LoadBalancer Services, 10
 #                   minutes of churn) and the long fault and failover matrices
 #                   (30 s and 120 s outages, 50 kill -9 each); about an hour
@@ -20,8 +22,9 @@
 #                   FUZZ_LONG_JOBS (1) at a time; execs and crashes per harness
 #   make k8s        kube-apiserver, kube-controller-manager, kubectl, etcd and
 #                   kwok built from the Go modules pinned in tests/k8s/ into
-#                   ~/.cache/bootccm/k8s/<pin>/bin (scripts/k8s-build.sh; once
-#                   per pin; docs/build.md)
+#                   ~/.cache/bootccm/k8s/<pin>/bin, and the peers pinned in
+#                   bench/peers/ into ~/.cache/bootccm/k8s/peers/<hash>/bin
+#                   (scripts/k8s-build.sh; once per pin; docs/build.md)
 #   make check-k8s  make k8s and build/bootccm, then the tests in tests/k8s/
 #                   against a real control plane on loopback (alone; make
 #                   check runs them too)
@@ -100,7 +103,7 @@ DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/dev/drivers/%,$(DRIVER_SRCS
 TSAN_DRIVER_BINS := $(patsubst tests/drivers/%.c,$(BUILD)/tsan/drivers/%,$(DRIVER_SRCS))
 
 .PHONY: all static dev tsan unit fuzz check demo image bench install clean packages deps FORCE \
-	glibc soak valgrind fuzz-long k8s check-k8s bench-k8s
+	glibc soak valgrind fuzz-long k8s check-k8s bench-k8s bench-peers
 .DELETE_ON_ERROR:
 # Keep every object: those of the test programs, drivers and fuzz harnesses
 # are intermediate files of pattern rules, which make would otherwise delete
@@ -291,6 +294,15 @@ bench-k8s: k8s
 	$(Q)BOOTCCM_K8S_BIN="$$(scripts/k8s-build.sh bindir)" $(PYTHON) bench/lb_burst.py \
 		--apiserver real --mode plain --runs 3 --bootccm $(BUILD)/bootccm \
 		--json $(BUILD)/bench/lb_burst_real.jsonl $(LB_BURST_K8S_ARGS)
+
+# bootccm against its peers on the real control plane (bench/peers.py; make k8s
+# builds the upstream programs and the peers; PEERS_ARGS adds flags).
+PEERS_ARGS ?=
+bench-peers: static k8s
+	@mkdir -p $(BUILD)/bench
+	$(call say,BENCH,bench/peers.py)
+	$(Q)BOOTCCM=$(BUILD)/bootccm BOOTCCM_K8S_BIN="$$(scripts/k8s-build.sh bindir)" \
+		$(PYTHON) bench/peers.py --json $(BUILD)/bench/peers.jsonl $(PEERS_ARGS)
 
 # The long runs (not part of check): bench/soak.py with its defaults (SOAK_ARGS
 # adds flags), then the fault and failover matrices at their long settings

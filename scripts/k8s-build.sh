@@ -1,20 +1,27 @@
 #!/bin/sh
 # k8s-build.sh - build the upstream Kubernetes programs the real-control-plane
 # tests run (kube-apiserver, kube-controller-manager, kubectl, etcd, kwok) from
-# the Go modules pinned in tests/k8s/, into a cache outside the source tree.
+# the Go modules pinned in tests/k8s/, and the peers bootccm is measured
+# against (bench/peers/*/: one wrapper module each), into a cache outside the
+# source tree.
 #
 #   scripts/k8s-build.sh [ensure]   build what the cache lacks, print one line
 #                                   per binary ("k8s: NAME VERSION: build" or
-#                                   "... cached"); copy kwok's Stage files
+#                                   "... cached"); copy kwok's Stage files and
+#                                   the peers' upstream manifests
 #   scripts/k8s-build.sh bindir     print the bin directory (does not build)
 #   scripts/k8s-build.sh pin        print the pin (does not build)
+#   scripts/k8s-build.sh peersdir   print the peers' directory (does not build)
 #
 # Cache: ${BOOTCCM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bootccm/k8s}/<pin>/bin
 # and <pin>/kwok-stages.
 # The pin is the Kubernetes release plus a hash of tests/k8s/{go.mod,go.sum,
 # tools.go}, tests/k8s/kwok/{go.mod,go.sum,tools.go}, this file and the Go
 # version, so moving any pinned version (or a build flag here) builds a fresh
-# directory. See docs/build.md.
+# directory. The peers have a pin of their own beside it, the same hash over
+# bench/peers/*/{go.mod,go.sum,tools.go}, this file and the Go version:
+# <cache>/peers/<hash>/bin/NAME and <cache>/peers/<hash>/manifests/NAME/.
+# See docs/build.md.
 #
 # Environment: K8S_BUILD_NICE (19) is the niceness of every go build, so the
 # build yields the CPU to whatever else the machine runs; K8S_BUILD_P (unset)
@@ -31,6 +38,11 @@ self="$self_dir/$(basename "$0")"
 top=$(cd "$self_dir/.." && pwd)
 MOD="$top/tests/k8s"
 KWOK_MOD="$MOD/kwok"
+PEERS_MOD="$top/bench/peers"
+# The peers, one line each: NAME (the binary), its wrapper module under
+# PEERS_MOD, the module it pins, the main package, and the directory of that
+# module whose manifests (RBAC, ConfigMap examples) are kept beside it.
+PEERS="kube-vip-cloud-provider kube-vip github.com/kube-vip/kube-vip-cloud-provider github.com/kube-vip/kube-vip-cloud-provider manifest"
 
 PATH="/usr/local/go/bin:$PATH"
 export PATH
@@ -51,8 +63,15 @@ PFLAG=${K8S_BUILD_P:+-p $K8S_BUILD_P}
 CACHE=${BOOTCCM_K8S_CACHE:-${XDG_CACHE_HOME:-${HOME:?HOME is not set}/.cache}/bootccm/k8s}
 case $CACHE in /*) ;; *) CACHE="$PWD/$CACHE" ;; esac
 
+# peer_files: the wrapper modules' pinned files, one path a line
+peer_files() {
+	echo "$PEERS" | while read -r _ sub _ _ _; do
+		for f in go.mod go.sum tools.go; do echo "$PEERS_MOD/$sub/$f"; done
+	done
+}
+
 for f in "$MOD/go.mod" "$MOD/go.sum" "$MOD/tools.go" \
-	"$KWOK_MOD/go.mod" "$KWOK_MOD/go.sum" "$KWOK_MOD/tools.go"; do
+	"$KWOK_MOD/go.mod" "$KWOK_MOD/go.sum" "$KWOK_MOD/tools.go" $(peer_files); do
 	[ -r "$f" ] || die "cannot read $f"
 done
 
@@ -66,22 +85,28 @@ ETCD_VERSION=$(modver "$MOD" go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(modver "$KWOK_MOD" sigs.k8s.io/kwok)
 GO_VERSION=$("$GO" env GOVERSION)
 
+# hash FILE...: 12 hex digits of the files, this script and the Go version
+hash() {
+	cat "$@" "$self" | { cat; echo "$GO_VERSION"; } | sha256sum | cut -c1-12
+}
+
 pin() {
-	h=$(cat "$MOD/go.mod" "$MOD/go.sum" "$MOD/tools.go" \
-		"$KWOK_MOD/go.mod" "$KWOK_MOD/go.sum" "$KWOK_MOD/tools.go" "$self" \
-		| { cat; echo "$GO_VERSION"; } | sha256sum | cut -c1-12)
-	echo "$KUBE_VERSION-$h"
+	echo "$KUBE_VERSION-$(hash "$MOD/go.mod" "$MOD/go.sum" "$MOD/tools.go" \
+		"$KWOK_MOD/go.mod" "$KWOK_MOD/go.sum" "$KWOK_MOD/tools.go")"
 }
 
 PIN=$(pin)
 DIR="$CACHE/$PIN"
 BIN="$DIR/bin"
+# shellcheck disable=SC2046 # one path a line, no spaces
+PEERS_DIR="$CACHE/peers/$(hash $(peer_files))"
 
 case ${1:-ensure} in
 ensure) ;;
 bindir) echo "$BIN"; exit 0 ;;
 pin) echo "$PIN"; exit 0 ;;
-*) die "usage: $0 [ensure|bindir|pin]" ;;
+peersdir) echo "$PEERS_DIR"; exit 0 ;;
+*) die "usage: $0 [ensure|bindir|pin|peersdir]" ;;
 esac
 
 # Version stamps, as the release build (hack/lib/version.sh) sets them in both
@@ -105,10 +130,10 @@ kube_ldflags() {
 	echo "$flags"
 }
 
-# build NAME VERSION MODDIR PACKAGE LDFLAGS
+# build NAME VERSION MODDIR PACKAGE LDFLAGS [BINDIR]
 build() {
-	name=$1 ver=$2 dir=$3 pkg=$4 ldflags=$5
-	if [ -x "$BIN/$name" ]; then
+	name=$1 ver=$2 dir=$3 pkg=$4 ldflags=$5 out=${6:-$BIN}
+	if [ -x "$out/$name" ]; then
 		say "$name $ver: cached"
 		return 0
 	fi
@@ -116,19 +141,41 @@ build() {
 	t0=$(date +%s)
 	# shellcheck disable=SC2086 # PFLAG is empty or "-p N"
 	(cd "$dir" && nice -n "$NICE" "$GO" build $PFLAG -trimpath -ldflags "$ldflags" \
-		-o "$BIN/.$name.tmp" "$pkg") || { rm -f "$BIN/.$name.tmp"; die "$name $ver: go build $pkg failed"; }
-	mv -f "$BIN/.$name.tmp" "$BIN/$name"
+		-o "$out/.$name.tmp" "$pkg") || { rm -f "$out/.$name.tmp"; die "$name $ver: go build $pkg failed"; }
+	mv -f "$out/.$name.tmp" "$out/$name"
 	say "$name $ver: built in $(($(date +%s) - t0)) s"
 }
 
+# copy_tree WHAT VERSION SRC DEST: SRC's copy at DEST (made whole, then
+# moved into place), unless DEST exists
+copy_tree() {
+	if [ -d "$4" ]; then
+		say "$1 $2: cached"
+		return 0
+	fi
+	say "$1 $2: copy"
+	rm -rf "$4.tmp"
+	if ! { cp -R "$3" "$4.tmp" && chmod -R u+w "$4.tmp" && mv "$4.tmp" "$4"; }; then
+		die "cannot copy $3"
+	fi
+}
+
+# moddir MODDIR MODULE: where the module cache holds MODULE for MODDIR
+moddir() {
+	(cd "$1" && "$GO" list -m -f '{{.Dir}}' "$2") || die "cannot locate the $2 module"
+}
+
+# lock DIR FD: one build of DIR at a time; a second caller waits and then
+# finds the binaries. Every binary is moved into place only when complete, so
+# an interrupted build resumes with the binaries it lacks.
+lock() {
+	command -v flock >/dev/null 2>&1 || return 0
+	eval "exec $2>\"\$1/.lock\""
+	flock "$2" || die "cannot lock $1/.lock"
+}
+
 mkdir -p "$BIN" || die "cannot create $BIN"
-# One build of a pin at a time; a second caller waits and then finds the
-# binaries. Every binary is moved into place only when complete, so an
-# interrupted build resumes with the binaries it lacks.
-if command -v flock >/dev/null 2>&1; then
-	exec 9>"$DIR/.lock"
-	flock 9 || die "cannot lock $DIR/.lock"
-fi
+lock "$DIR" 9
 
 KUBE_LDFLAGS=$(kube_ldflags)
 build kube-apiserver "$KUBE_VERSION" "$MOD" k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_LDFLAGS"
@@ -144,16 +191,17 @@ build kwok "$KWOK_VERSION" "$KWOK_MOD" sigs.k8s.io/kwok/cmd/kwok "-s -w"
 # release's own Stage files (node-initialize, heartbeats, pod lifecycles...)
 # beside the binaries, <pin>/kwok-stages/{node,pod}/..., for the tests to
 # pass (or adapt) with --config.
-if [ -d "$DIR/kwok-stages" ]; then
-	say "kwok stages $KWOK_VERSION: cached"
-else
-	say "kwok stages $KWOK_VERSION: copy"
-	src=$(cd "$KWOK_MOD" && "$GO" list -m -f '{{.Dir}}' sigs.k8s.io/kwok) \
-		|| die "cannot locate the sigs.k8s.io/kwok module"
-	rm -rf "$DIR/.kwok-stages.tmp"
-	if ! { cp -R "$src/kustomize/stage" "$DIR/.kwok-stages.tmp" &&
-		chmod -R u+w "$DIR/.kwok-stages.tmp" &&
-		mv "$DIR/.kwok-stages.tmp" "$DIR/kwok-stages"; }; then
-		die "cannot copy $src/kustomize/stage"
-	fi
-fi
+copy_tree "kwok stages" "$KWOK_VERSION" \
+	"$(moddir "$KWOK_MOD" sigs.k8s.io/kwok)/kustomize/stage" "$DIR/kwok-stages"
+
+# The peers, under a pin of their own (moving a peer leaves the upstream
+# programs cached), with the same flags and niceness. Their upstream
+# manifests (the RBAC they ship) are kept beside them for the tests.
+mkdir -p "$PEERS_DIR/bin" "$PEERS_DIR/manifests" || die "cannot create $PEERS_DIR"
+lock "$PEERS_DIR" 8
+echo "$PEERS" | while read -r name sub module pkg manifests; do
+	ver=$(modver "$PEERS_MOD/$sub" "$module")
+	build "$name" "$ver" "$PEERS_MOD/$sub" "$pkg" "-s -w" "$PEERS_DIR/bin"
+	copy_tree "$name manifests" "$ver" "$(moddir "$PEERS_MOD/$sub" "$module")/$manifests" \
+		"$PEERS_DIR/manifests/$name"
+done

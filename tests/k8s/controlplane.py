@@ -86,6 +86,27 @@ def bin_dir():
                           check=True, capture_output=True, text=True).stdout.strip()
 
 
+def peers_dir():
+    """The directory of the peers' builds (bin/NAME, manifests/NAME/):
+    BOOTCCM_PEERS_DIR, else what scripts/k8s-build.sh names for the current
+    pin of bench/peers/ (not built here)."""
+    d = os.environ.get("BOOTCCM_PEERS_DIR")
+    if d:
+        return d
+    return subprocess.run([os.path.join(ROOT, "scripts", "k8s-build.sh"), "peersdir"],
+                          check=True, capture_output=True, text=True).stdout.strip()
+
+
+def peer(name):
+    """The path of a peer's binary, which must be built: a test of a peer
+    fails (never skips) without it."""
+    p = os.path.join(peers_dir(), "bin", name)
+    if not os.access(p, os.X_OK):
+        raise FileNotFoundError("%s is not built (run make k8s: scripts/k8s-build.sh builds "
+                                "the peers of bench/peers/ beside the upstream programs)" % p)
+    return p
+
+
 def pinned_version(module="k8s.io/kubernetes", gomod=os.path.join(HERE, "go.mod")):
     """The version tests/k8s/go.mod requires of module."""
     with open(gomod) as f:
@@ -387,6 +408,24 @@ class ControlPlane(object):
                                             preexec_fn=_die_with_parent)
         log.close()
 
+    def spawn(self, name, argv, env=None):
+        """Run ARGV as NAME (its output in log(NAME)) until stop(name) or
+        the control plane's stop()."""
+        self._spawn(name, argv, env)
+        return self.procs[name]
+
+    def stop_process(self, name):
+        """Stop NAME with SIGTERM (SIGKILL after STOP_TIMEOUT_S); its exit
+        status."""
+        p = self.procs.pop(name)
+        if p.poll() is None:
+            p.send_signal(signal.SIGTERM)
+        try:
+            return p.wait(STOP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            return p.wait()
+
     def log(self, name):
         with open(self.logs[name], errors="replace") as f:
             return f.read()
@@ -582,15 +621,7 @@ class ControlPlane(object):
         while etcd answers, but hangs on an etcd stopped beside it); remove
         the directory (BOOTCCM_K8S_KEEP=1 keeps it)."""
         for name in reversed(list(self.procs)):
-            p = self.procs[name]
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-            try:
-                p.wait(STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                p.kill()
-                p.wait()
-        self.procs = {}
+            self.stop_process(name)
         if self.dir and not os.environ.get("BOOTCCM_K8S_KEEP"):
             shutil.rmtree(self.dir, ignore_errors=True)
             self.dir = None

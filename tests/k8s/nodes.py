@@ -44,6 +44,19 @@ def kubelet_node(name, node_ip, provider_id=None):
     return node
 
 
+def create_lb_service(admin, name, ns="default"):
+    """A LoadBalancer Service NAME (one TCP port, selector app=NAME) created
+    by ADMIN (a controlplane.Client); the object stored."""
+    obj = {"apiVersion": "v1", "kind": "Service",
+           "metadata": {"name": name, "namespace": ns},
+           "spec": {"type": "LoadBalancer", "selector": {"app": name},
+                    "ports": [{"name": "http", "port": 80, "protocol": "TCP",
+                               "targetPort": 8080}]}}
+    status, body = admin.request("POST", "/api/v1/namespaces/%s/services" % ns, obj)
+    assert status == 201, body
+    return body
+
+
 def tainted(node):
     return any(t["key"] == UNINITIALIZED for t in node["spec"].get("taints") or [])
 

@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from harness import Daemon, free_port, https_get
-from nodes import metrics_reader_token, poll
+from nodes import create_lb_service, metrics_reader_token, poll
 
 USER = "system:cloud-controller-manager"
 FIN = "service.kubernetes.io/load-balancer-cleanup"
@@ -81,14 +81,7 @@ class StaticLB(object):
         return out
 
     def service(self, name):
-        obj = {"apiVersion": "v1", "kind": "Service",
-               "metadata": {"name": name, "namespace": NS},
-               "spec": {"type": "LoadBalancer", "selector": {"app": name},
-                        "ports": [{"name": "http", "port": 80, "protocol": "TCP",
-                                   "targetPort": 8080}]}}
-        status, body = self.admin.request("POST", service_path(), obj)
-        assert status == 201, body
-        return body
+        return create_lb_service(self.admin, name, NS)
 
     def get(self, name):
         status, body = self.admin.request("GET", service_path(name))
