@@ -51,10 +51,11 @@ def test_create_get_label_taint_patch_delete(srv, kc):
     ok(kc, "taint", "node", "kn1", "dedicated=x:NoExecute")
     ok(kc, "taint", "node", "kn1",
        "node.cloudprovider.kubernetes.io/uninitialized:NoSchedule-")
-    # created through the API: TaintNodesByCondition added not-ready
+    # created through the API: TaintNodesByCondition added not-ready;
+    # kubectl taint puts the taints it adds before the ones it keeps
     assert srv.get_object("nodes", "kn1")["spec"]["taints"] == [
-        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"},
-        {"key": "dedicated", "value": "x", "effect": "NoExecute"}]
+        {"key": "dedicated", "value": "x", "effect": "NoExecute"},
+        {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}]
     r = kubectl(kc, "taint", "node", "kn1", "k=v:Bogus")
     assert r.returncode != 0
 
