@@ -70,6 +70,7 @@ STOP_TIMEOUT_S = 10
 KWOK_SELECTOR = "type=kwok"  # the label of the Nodes kwok keeps alive
 KWOK_LEASE_S = 40  # the node Lease duration kwok renews, like a kubelet's default
 REQUEST_TIMEOUT_S = 15
+KCM_CONTROLLERS = "*,bootstrapsigner,tokencleaner"  # kubeadm's
 QUIET_S = 2  # no new write for this long: a controller has nothing left to do
 QUIET_TIMEOUT_S = 60
 
@@ -309,8 +310,10 @@ class ControlPlane(object):
     """etcd, kube-apiserver and kube-controller-manager on loopback, in a
     temporary directory removed at stop()."""
 
-    def __init__(self, bindir=None, pod_cidr=POD_CIDR, node_cidr_mask=24):
+    def __init__(self, bindir=None, pod_cidr=POD_CIDR, node_cidr_mask=24,
+                 controllers=KCM_CONTROLLERS):
         self.bin = bindir or bin_dir()
+        self.controllers = controllers  # kube-controller-manager --controllers
         self.pod_cidr = pod_cidr
         self.node_cidr_mask = node_cidr_mask
         self.dir = None
@@ -586,7 +589,7 @@ class ControlPlane(object):
             "--cluster-signing-cert-file=" + pki("ca.crt"),
             "--cluster-signing-key-file=" + pki("ca.key"),
             "--use-service-account-credentials=true",
-            "--controllers=*,bootstrapsigner,tokencleaner",
+            "--controllers=" + self.controllers,
             "--allocate-node-cidrs=true",
             "--cluster-cidr=" + self.pod_cidr,
             "--node-cidr-mask-size=%d" % self.node_cidr_mask,

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from controlplane import ROOT, Client
+from controlplane import KCM_CONTROLLERS, ROOT, Client, ControlPlane
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes"))
 
@@ -24,6 +24,11 @@ SMP = "application/strategic-merge-patch+json"
 MADE_UP = {"uid", "resourceVersion", "creationTimestamp", "managedFields", "clusterIP",
            "clusterIPs", "nodePort", "lastHeartbeatTime", "lastTransitionTime",
            "deletionTimestamp", "renewTime", "acquireTime"}
+# kube-controller-manager without the controllers that write Nodes whenever
+# they get to it (node IPAM's ranges, the ttl annotation, the node lifecycle
+# controller's NoSchedule taints): the answers are the API server's alone
+CONTROLLERS = KCM_CONTROLLERS + \
+    ",-node-lifecycle-controller,-ttl-controller,-node-ipam-controller"
 UNINITIALIZED = {"key": "node.cloudprovider.kubernetes.io/uninitialized", "value": "true",
                  "effect": "NoSchedule"}
 NOT_READY = {"key": "node.kubernetes.io/not-ready", "effect": "NoSchedule"}
@@ -141,6 +146,12 @@ def run(client):
         answers[label] = obj
         out.append((label, status, made_up_removed(obj)))
     return out
+
+
+@pytest.fixture(scope="module")
+def cp():
+    with ControlPlane(controllers=CONTROLLERS) as c:
+        yield c
 
 
 @pytest.fixture(scope="module")
