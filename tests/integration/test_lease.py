@@ -285,6 +285,10 @@ def test_sigterm_hands_over_at_once(api, replicas):
     a_out = [e["event"] for e in a.lines]
     assert a_out[-2:] == ["stopped_leading", "exit"], a_out
     w = lease_writes(api, seq, until=held_by(b.identity))
+    # a renewal of a's may land between the mark and the signal
+    while w and w[0][1]["holderIdentity"] == a.identity:
+        w = w[1:]
+    assert len(w) >= 2, w
     release, rel_spec = w[0]
     # client-go's ReleaseOnCancel record
     assert rel_spec["holderIdentity"] == "" and rel_spec["leaseDurationSeconds"] == 1
