@@ -926,6 +926,14 @@ kube_patch_merge_keep(struct kube_client *c, const char *path, json_object *patc
 
 static const char *kube_rv(json_object *obj);
 
+/* What an answer is decoded for when only its resourceVersion matters. */
+static const struct jsonx_keep kube_keep_rv_md[] = {
+	{ "resourceVersion", NULL }, { NULL, NULL },
+};
+static const struct jsonx_keep kube_keep_rv[] = {
+	{ "metadata", kube_keep_rv_md }, { NULL, NULL },
+};
+
 /* kube_patch_test_check: a JSON patch whose resourceVersion test failed is
  * answered 422 Invalid like one the object's validation refused, and
  * kube-apiserver names no cause for it (details: {}). One read tells them
@@ -936,18 +944,12 @@ static int
 kube_patch_test_check(struct kube_client *c, const char *path, const char *rv, int r,
     struct errbuf *e)
 {
-	static const struct jsonx_keep md[] = {
-		{ "resourceVersion", NULL }, { NULL, NULL },
-	};
-	static const struct jsonx_keep keep[] = {
-		{ "metadata", md }, { NULL, NULL },
-	};
 	struct errbuf le = { "" };
 	json_object *cur = NULL;
 	char *get_path = xstrndup(path, strcspn(path, "?"));
 	const char *now;
 
-	if (kube_request_keep(c, "GET", get_path, NULL, NULL, keep, &cur, NULL, &le) == 0 &&
+	if (kube_request_keep(c, "GET", get_path, NULL, NULL, kube_keep_rv, &cur, NULL, &le) == 0 &&
 	    (now = kube_rv(cur)) != NULL && strcmp(now, rv) != 0)
 		r = errbuf_set(e, ERR_CONFLICT, "PATCH %s: the object has changed "
 		    "(resourceVersion %s tested, %s now)", path, rv, now);
@@ -1012,18 +1014,12 @@ int
 kube_patch_merge_rv(struct kube_client *c, const char *path, json_object *patch,
     const char *rv, char *ret_rv, size_t rv_len, struct errbuf *e)
 {
-	static const struct jsonx_keep md[] = {
-		{ "resourceVersion", NULL }, { NULL, NULL },
-	};
-	static const struct jsonx_keep answer[] = {
-		{ "metadata", md }, { NULL, NULL },
-	};
 	json_object *o = NULL, *m;
 	const char *v;
 	size_t n;
 	int r;
 
-	if ((r = kube_patch_merge_keep(c, path, patch, rv, answer, &o, NULL, e)) < 0)
+	if ((r = kube_patch_merge_keep(c, path, patch, rv, kube_keep_rv, &o, NULL, e)) < 0)
 		return r;
 	if (jsonx_object(o, "", "metadata", JSONX_REQUIRED, &m, e) < 0 ||
 	    jsonx_str(m, "metadata", "resourceVersion", JSONX_REQUIRED, &v, &n, e) < 0 ||
