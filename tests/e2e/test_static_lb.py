@@ -127,6 +127,9 @@ def test_ports_or_annotations_change_resync_a_label_does_not(api, lb):
     # an annotation: synced again, here one that asks for another address
     lb.update("web", lambda o: o["metadata"].update(annotations={IPS: "192.0.2.5"}))
     assert wait_until(lambda: lb.ips("web") == ["192.0.2.5"], what="the requested address")
+    # the recorder sends Events on its own thread, after the status write
+    wait_until(lambda: lb.event_count("web", "EnsuredLoadBalancer") == 3,
+               what="a third Ensured Event")
     assert lb.event_count("web", "EnsuringLoadBalancer") == 3
     lb.quiesce()
     w = lb.writes(seq)

@@ -14,13 +14,14 @@ import json
 import os
 import re
 import signal
+import statistics
 import subprocess
 import threading
 import time
 
 import pytest
 
-from conftest import driver_path
+from conftest import driver_path, wait_until
 
 LEASE = "/apis/coordination.k8s.io/v1/namespaces/kube-system/leases"
 LEASE_NAME = "cloud-controller-manager"
@@ -198,18 +199,21 @@ def test_creates_the_lease_and_renews_it_like_client_go(api, replicas):
     assert first["body"]["kind"] == "Lease"
     check_fields(spec0, a.identity, 0)
     assert spec0["acquireTime"] == spec0["renewTime"]
-    time.sleep(1.2)
-    w = lease_writes(api)
+    w = wait_until(lambda: (lambda w: w if len(w) >= 4 else None)(lease_writes(api)),
+                   timeout=15, what="three renewals")
     renewals = w[1:]
-    assert len(renewals) >= 2
     times = [rfc3339(s["renewTime"]) for _, s in w]
-    for (e, spec), t_prev, t in zip(renewals, times, times[1:]):
+    gaps = [t - t_prev for t_prev, t in zip(times, times[1:])]
+    for (e, spec), gap in zip(renewals, gaps):
         assert e["method"] == "PUT"
         assert e["body"]["metadata"]["resourceVersion"], e["body"]["metadata"]
         check_fields(spec, a.identity, 0)
         assert spec["acquireTime"] == spec0["acquireTime"]
-        # every retry period
-        assert RETRY - 0.1 <= t - t_prev <= RETRY + SLACK, (t_prev, t)
+        # never before the retry period, never so late that the lease ran out
+        # (a descheduled thread on a loaded machine may be late once)
+        assert RETRY - 0.1 <= gap < DURATION, gaps
+    # every retry period: the typical gap
+    assert statistics.median(gaps) <= RETRY + SLACK, gaps
     stored = api.get_object("leases", LEASE_NAME, "kube-system", "coordination.k8s.io")
     check_fields(stored["spec"], a.identity, 0)
     assert check_fenced(api)[a.identity] >= 5
