@@ -9,6 +9,11 @@
 #                                   per binary ("k8s: NAME VERSION: build" or
 #                                   "... cached"); copy kwok's Stage files and
 #                                   the peers' upstream manifests
+#   scripts/k8s-build.sh kubectl    print kubectl's path, built first if the
+#                                   cache lacks it (ensure builds it first
+#                                   too, under a lock of its own, so the
+#                                   suites that only need kubectl wait for
+#                                   it alone)
 #   scripts/k8s-build.sh bindir     print the bin directory (does not build)
 #   scripts/k8s-build.sh pin        print the pin (does not build)
 #   scripts/k8s-build.sh peersdir   print the peers' directory (does not build)
@@ -16,10 +21,12 @@
 # Cache: ${BOOTCCM_K8S_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/bootccm/k8s}/<pin>/bin
 # and <pin>/kwok-stages.
 # The pin is the Kubernetes release plus a hash of tests/k8s/{go.mod,go.sum,
-# tools.go}, tests/k8s/kwok/{go.mod,go.sum,tools.go}, this file and the Go
-# version, so moving any pinned version (or a build flag here) builds a fresh
-# directory. The peers have a pin of their own beside it, the same hash over
-# bench/peers/*/{go.mod,go.sum,tools.go}, this file and the Go version:
+# tools.go}, tests/k8s/kwok/{go.mod,go.sum,tools.go}, the build recipe below
+# (RECIPE: the go build flags) and the Go version, so moving any pinned
+# version, a build flag or the toolchain builds a fresh directory, and an edit
+# of this script elsewhere does not. The peers have a pin of their own beside
+# it, the same hash over bench/peers/*/{go.mod,go.sum,tools.go}, RECIPE and
+# the Go version:
 # <cache>/peers/<hash>/bin/NAME and <cache>/peers/<hash>/manifests/NAME/.
 # See docs/build.md.
 #
@@ -34,7 +41,6 @@ die() { echo "$me: error: $*" >&2; exit 1; }
 say() { echo "$me: $*" >&2; }
 
 self_dir=$(cd "$(dirname "$0")" && pwd) || die "cannot locate scripts directory"
-self="$self_dir/$(basename "$0")"
 top=$(cd "$self_dir/.." && pwd)
 MOD="$top/tests/k8s"
 KWOK_MOD="$MOD/kwok"
@@ -85,9 +91,15 @@ ETCD_VERSION=$(modver "$MOD" go.etcd.io/etcd/server/v3)
 KWOK_VERSION=$(modver "$KWOK_MOD" sigs.k8s.io/kwok)
 GO_VERSION=$("$GO" env GOVERSION)
 
-# hash FILE...: 12 hex digits of the files, this script and the Go version
+# RECIPE: how every program is built, the part of this script the pins
+# cover (build() and kube_ldflags() below must say what it says).
+RECIPE="CGO_ENABLED=$CGO_ENABLED GOFLAGS=$GOFLAGS go build -trimpath -ldflags '-s -w'
+kube: -X gitVersion gitMajor gitMinor gitCommit= gitTreeState=clean buildDate=<release time>
+in k8s.io/component-base/version and k8s.io/client-go/pkg/version"
+
+# hash FILE...: 12 hex digits of the files, RECIPE and the Go version
 hash() {
-	cat "$@" "$self" | { cat; echo "$GO_VERSION"; } | sha256sum | cut -c1-12
+	cat "$@" | { cat; echo "$RECIPE"; echo "$GO_VERSION"; } | sha256sum | cut -c1-12
 }
 
 pin() {
@@ -102,11 +114,11 @@ BIN="$DIR/bin"
 PEERS_DIR="$CACHE/peers/$(hash $(peer_files))"
 
 case ${1:-ensure} in
-ensure) ;;
+ensure | kubectl) ;;
 bindir) echo "$BIN"; exit 0 ;;
 pin) echo "$PIN"; exit 0 ;;
 peersdir) echo "$PEERS_DIR"; exit 0 ;;
-*) die "usage: $0 [ensure|bindir|pin|peersdir]" ;;
+*) die "usage: $0 [ensure|kubectl|bindir|pin|peersdir]" ;;
 esac
 
 # Version stamps, as the release build (hack/lib/version.sh) sets them in both
@@ -165,22 +177,31 @@ moddir() {
 	(cd "$1" && "$GO" list -m -f '{{.Dir}}' "$2") || die "cannot locate the $2 module"
 }
 
-# lock DIR FD: one build of DIR at a time; a second caller waits and then
-# finds the binaries. Every binary is moved into place only when complete, so
-# an interrupted build resumes with the binaries it lacks.
+# lock FILE FD: one build at a time of what FILE guards; a second caller
+# waits and then finds the binaries. Every binary is moved into place only
+# when complete, so an interrupted build resumes with the binaries it lacks.
 lock() {
 	command -v flock >/dev/null 2>&1 || return 0
-	eval "exec $2>\"\$1/.lock\""
-	flock "$2" || die "cannot lock $1/.lock"
+	eval "exec $2>\"\$1\""
+	flock "$2" || die "cannot lock $1"
 }
 
 mkdir -p "$BIN" || die "cannot create $BIN"
-lock "$DIR" 9
-
 KUBE_LDFLAGS=$(kube_ldflags)
+
+# kubectl first, under a lock of its own: the suites that run kubectl
+# against the stand-ins wait for it alone, not for the whole build
+lock "$DIR/.lock-kubectl" 7
+build kubectl "$KUBE_VERSION" "$MOD" k8s.io/kubernetes/cmd/kubectl "$KUBE_LDFLAGS"
+exec 7>&-
+if [ "${1:-ensure}" = kubectl ]; then
+	echo "$BIN/kubectl"
+	exit 0
+fi
+
+lock "$DIR/.lock" 9
 build kube-apiserver "$KUBE_VERSION" "$MOD" k8s.io/kubernetes/cmd/kube-apiserver "$KUBE_LDFLAGS"
 build kube-controller-manager "$KUBE_VERSION" "$MOD" k8s.io/kubernetes/cmd/kube-controller-manager "$KUBE_LDFLAGS"
-build kubectl "$KUBE_VERSION" "$MOD" k8s.io/kubernetes/cmd/kubectl "$KUBE_LDFLAGS"
 # The etcd server module's root package is etcd's main; built as a dependency
 # it needs no main of ours (the etcd root module's replace directives make
 # "go install go.etcd.io/etcd/v3" refuse).
@@ -198,7 +219,7 @@ copy_tree "kwok stages" "$KWOK_VERSION" \
 # programs cached), with the same flags and niceness. Their upstream
 # manifests (the RBAC they ship) are kept beside them for the tests.
 mkdir -p "$PEERS_DIR/bin" "$PEERS_DIR/manifests" || die "cannot create $PEERS_DIR"
-lock "$PEERS_DIR" 8
+lock "$PEERS_DIR/.lock" 8
 echo "$PEERS" | while read -r name sub module pkg manifests; do
 	ver=$(modver "$PEERS_MOD/$sub" "$module")
 	build "$name" "$ver" "$PEERS_MOD/$sub" "$pkg" "-s -w" "$PEERS_DIR/bin"

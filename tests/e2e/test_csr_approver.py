@@ -16,6 +16,7 @@ import pytest
 
 from conftest import run  # noqa: F401  (the suite's conftest re-exports the harness)
 from conftest import events_about
+from kubectl import kubectl
 from test_bootstrap import (EC2_A, LEASE_FLAGS, WORKER_REPORTED, ccm_kubeconfig, daemon_args,
                             load_rbac, metadata, node_object, register, untainted_within,
                             wait_event)
@@ -69,8 +70,7 @@ def create_as(api, tmp, user, groups, obj):
     """kubectl create as user: the API server fills spec.username/groups."""
     kc = api.write_kubeconfig(os.path.join(tmp, "kc-" + user.replace(":", "-")), user=user,
                               groups=groups, tls_server_name="kubernetes")
-    return subprocess.run(["kubectl", "--kubeconfig", kc, "create", "-f", "-"],
-                          input=json.dumps(obj), capture_output=True, text=True, timeout=30)
+    return kubectl(kc, "create", "-f", "-", stdin=json.dumps(obj))
 
 
 def node_creates(api, tmp, node, obj):

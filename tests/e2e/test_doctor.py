@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from conftest import ROOT, run
+from kubectl import kubectl
 from test_bootstrap import (EC2_A, LEASE_FLAGS, PROVIDED_NODE_IP, ccm_kubeconfig, daemon_args,
                             load_rbac, metadata, register, untainted_within, wait_event)
 
@@ -400,8 +401,7 @@ def test_kubelet_serving_requests_nobody_approves(api, tmp):
     assert "--controllers=*,csr-approver" in f["fix"]
     # kubectl agrees that it is pending
     kc = api.write_kubeconfig(os.path.join(tmp, "admin.conf"), tls_server_name="kubernetes")
-    out = subprocess.run(["kubectl", "--kubeconfig", kc, "get", "csr", "csr-kubelet-w-1"],
-                         capture_output=True, text=True, timeout=30)
+    out = kubectl(kc, "get", "csr", "csr-kubelet-w-1")
     assert out.returncode == 0 and "Pending" in out.stdout, out.stdout + out.stderr
 
 

@@ -17,7 +17,7 @@ import pytest
 pytest.register_assert_rewrite("invariants")
 
 from conftest import wait_until  # noqa: E402
-from invariants import Watcher, soak, wait_started  # noqa: E402
+from invariants import LEASE_FLAGS, Watcher, soak, wait_started  # noqa: E402
 
 pytest_plugins = ("invariants",)  # the cluster fixture
 
@@ -33,7 +33,12 @@ def kill_loop(cluster, work, writes, iterations):
     the fake serves them, so that the kill lands between the k-th write
     and the last however slowly this test polls on a loaded machine: a
     write in flight at the kill is then served after bootccm died, as a
-    request already sent can be. Returns how many kills found work
+    request already sent can be. Each replica runs with leader election
+    (a 3 s Lease), as the shipped static pod does: the successor writes
+    only once the killed replica's Lease ran out, and that is what keeps
+    the dead one's last writes from landing after the successor listed
+    the Services (without it, a held status write served after the LIST
+    gave its address to a second Service). Returns how many kills found work
     pending (a node tainted, a Service without its address or a deleted
     one not gone)."""
     api = cluster.api
@@ -43,7 +48,7 @@ def kill_loop(cluster, work, writes, iterations):
         fid = api.inject_fault("/", method="PATCH", user="ccm-a", delay=WRITE_DELAY, count=None)
         for i in range(iterations):
             start = api.log_seq()
-            d = cluster.start(leader_elect=False)
+            d = cluster.start(extra=LEASE_FLAGS)
             assert d.user == "ccm-a"
             work(i)
             k = cluster.rng.randint(1, writes - 1)
@@ -62,7 +67,7 @@ def kill_loop(cluster, work, writes, iterations):
             assert rc == -signal.SIGKILL, "bootccm exited %s before the kill:\n%s" % (
                 rc, out[-6000:])
         api.clear_faults(fid)
-        d = cluster.start(leader_elect=False)
+        d = cluster.start(extra=LEASE_FLAGS)
         wait_started(d)
         cluster.converge(soak(60, 180))
     w.check()

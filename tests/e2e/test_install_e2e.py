@@ -25,6 +25,7 @@ import yaml
 import apiserver
 from conftest import ROOT, bootccm_path, free_port, https_get as get
 from conftest import events_about
+from kubectl import kubectl_path
 
 sys.path.insert(0, os.path.join(ROOT, "tests", "fakes", "metadata"))
 import dmi  # noqa: E402
@@ -222,7 +223,8 @@ def api_server_with_ca_of(root, tmp, port, sans=None):
 
 def test_install_before_the_api_server_then_rbac_then_the_node_is_initialized(node_root, tmp):
     root, env, kubeadm_log = node_root
-    need("kubectl")
+    # the installer applies the RBAC with kubectl: the pinned release's
+    env["PATH"] = os.path.dirname(kubectl_path()) + os.pathsep + env["PATH"]
     bind_port = free_port()
     with FakeMetadata("ec2") as md:
         # --- before kubeadm init: no CA, no API server ---------------------

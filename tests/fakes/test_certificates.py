@@ -9,6 +9,8 @@ import subprocess
 
 import pytest
 
+from kubectl import kubectl
+
 GROUP = "/apis/certificates.k8s.io/v1/certificatesigningrequests"
 SIGNER = "kubernetes.io/kubelet-serving"
 
@@ -48,9 +50,6 @@ def csr_obj(name, pem, signer=SIGNER, **spec):
             "spec": s}
 
 
-def kubectl(kc, *args):
-    return subprocess.run(["kubectl", "--kubeconfig", kc] + list(args),
-                          capture_output=True, text=True, timeout=30)
 
 
 def grant(srv, name, rules, user):

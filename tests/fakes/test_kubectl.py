@@ -1,9 +1,10 @@
 """kubectl against the fake, through a kubeconfig the fake wrote."""
 
 import json
-import subprocess
 
 import pytest
+
+from kubectl import kubectl
 
 
 @pytest.fixture(scope="module")
@@ -12,10 +13,6 @@ def kc(srv, tmp_path_factory):
                                 tls_server_name="kubernetes")
 
 
-def kubectl(kc, *args, stdin=None):
-    r = subprocess.run(["kubectl", "--kubeconfig", kc] + list(args),
-                       capture_output=True, text=True, input=stdin, timeout=30)
-    return r
 
 
 def ok(kc, *args, stdin=None):

@@ -11,6 +11,8 @@ import time
 
 import pytest
 
+from kubectl import kubectl
+
 import apiserver
 import pki
 from conftest import Client
@@ -208,12 +210,9 @@ def test_body_limit_413(admin):
     assert body["reason"] == "RequestEntityTooLarge"
 
 
-def _kubectl(kc, *args):
-    return subprocess.run(["kubectl", "--kubeconfig", kc] + list(args),
-                          capture_output=True, text=True, timeout=30)
 
 
-def test_kubeconfig_forms_work_with_kubectl(srv, tmp_path):
+def test_kubeconfig_forms_work_withkubectl(srv, tmp_path):
     forms = [
         dict(tls_server_name="kubernetes"),
         dict(tls_server_name="kubernetes", embed=False),
@@ -222,12 +221,12 @@ def test_kubeconfig_forms_work_with_kubectl(srv, tmp_path):
     ]
     for i, kw in enumerate(forms):
         kc = srv.write_kubeconfig(str(tmp_path / ("kc%d" % i)), **kw)
-        r = _kubectl(kc, "get", "ns", "kube-system", "-o", "name")
+        r = kubectl(kc, "get", "ns", "kube-system", "-o", "name")
         assert r.returncode == 0, r.stderr
         assert r.stdout.strip() == "namespace/kube-system"
     # without tls-server-name the certificate does not match 127.0.0.1
     kc = srv.write_kubeconfig(str(tmp_path / "plain"))
-    r = _kubectl(kc, "get", "ns")
+    r = kubectl(kc, "get", "ns")
     assert r.returncode != 0 and "127.0.0.1" in r.stderr
 
 
@@ -297,9 +296,9 @@ def test_cli_runs_until_sigterm(tmp_path):
                             "--tls-server-name", "kubernetes"],
                            capture_output=True, text=True, timeout=30)
         assert r.returncode == 0, r.stderr
-        r = _kubectl(kc, "get", "nodes", "-o", "name")
+        r = kubectl(kc, "get", "nodes", "-o", "name")
         assert r.stdout.strip() == "node/n1", r.stderr
-        r = _kubectl(os.path.join(st, "admin.kubeconfig"), "get", "--raw", "/version")
+        r = kubectl(os.path.join(st, "admin.kubeconfig"), "get", "--raw", "/version")
         assert json.loads(r.stdout)["gitVersion"] == "v1.32.0"
         assert port > 0
         # the control API with curl and the admin certificate
@@ -312,7 +311,7 @@ def test_cli_runs_until_sigterm(tmp_path):
                             "https://kubernetes:%d/_fake/faults" % port],
                            capture_output=True, text=True, timeout=30)
         assert json.loads(r.stdout)["id"] >= 1, r.stderr
-        r = _kubectl(os.path.join(st, "admin.kubeconfig"), "get", "--raw", "/version")
+        r = kubectl(os.path.join(st, "admin.kubeconfig"), "get", "--raw", "/version")
         assert r.returncode != 0 and "ServiceUnavailable" in r.stderr
     finally:
         p.send_signal(signal.SIGTERM)
