@@ -14,6 +14,7 @@
 #include "jsonx.h"
 #include "kube/client.h"
 #include "kube/ratelimiter.h"
+#include "kube/runner.h"
 #include "kube/store.h"
 #include "kube/workqueue.h"
 #include "log.h"
@@ -74,10 +75,8 @@ struct backends {
 struct servicectl_term {
 	struct wq *q;
 	struct stop stop;               /* the sleeps; the clients abandon retries */
-	pthread_t *workers;
-	int nworkers;
-	pthread_t main;                 /* the start-up sweep, then drift checks */
-	int main_started;
+	struct runner *run;             /* the workers; the start-up sweep, then
+	                                 * drift checks */
 };
 
 struct servicectl {
@@ -1575,54 +1574,71 @@ servicectl_wait_synced(struct servicectl *c)
 	return 0;
 }
 
-/* servicectl_worker is the queue's loop: upstream's processNextServiceItem,
- * every failure retried on the key's backoff. */
-static void *
-servicectl_worker(void *arg)
+static int
+servicectl_wait(void *arg)
+{
+	return servicectl_wait_synced(arg);
+}
+
+/* servicectl_client_init gives a worker its own client. */
+static int
+servicectl_client_init(void *arg, void **ctx)
 {
 	struct servicectl *c = arg;
-	struct wq *q = c->term.q;
-	struct kube_client kc;
-	const char *key;
 
-	if (!servicectl_wait_synced(c))
-		return NULL;
-	kube_client_init(&kc, c->cfg.kc, c->user_agent);
-	kube_client_set_stop(&kc, &c->term.stop);
-	kube_client_set_write_gate(&kc, c->cfg.write_gate, c->cfg.write_gate_arg);
-	while (wq_get(q, &key) > 0) {
-		struct errbuf e = { "" };
-		const char *result = NULL;
-		int r;
+	*ctx = kube_client_new(c->cfg.kc, c->user_agent, &c->term.stop, c->cfg.write_gate,
+	    c->cfg.write_gate_arg);
+	return 0;
+}
 
-		if (strcmp(key, SERVICECTL_NODE_PASS_KEY) == 0) {
-			pthread_mutex_lock(&c->mu);
-			servicectl_node_pass_run(c);
-			pthread_mutex_unlock(&c->mu);
-			wq_done(q, key);
-			continue;
-		}
-		r = servicectl_sync(c, &kc, key, &result, &e);
+static void
+servicectl_client_cleanup(void *arg, void *ctx)
+{
+	(void)arg;
+	kube_client_free(ctx);
+}
 
-		if (result != NULL)
-			metric_add(m_syncs, 1, result);
-		if (r < 0) {
-			if (r == ERR_CONFLICT)
-				log_info(2, "The Service changed during its sync; syncing it again",
-				    "service", key, "err", e.msg, NULL);
-			else if (!stop_requested(&c->term.stop))
-				log_warn("Error processing service (will retry)", "service", key,
-				    "err", e.msg, NULL);
-			wq_add_rate_limited(q, key);
-		} else {
-			wq_forget(q, key);
-		}
-		wq_done(q, key);
-		if (wq_len(q) == 0)
-			servicectl_backends_trim(c);
+/* servicectl_work is the runner's sync: upstream's processNextServiceItem,
+ * every failure retried on the key's backoff. SERVICECTL_NODE_PASS_KEY
+ * runs the Node pass instead. */
+static int
+servicectl_work(void *arg, void *ctx, const char *key)
+{
+	struct servicectl *c = arg;
+	struct errbuf e = { "" };
+	const char *result = NULL;
+	int r;
+
+	if (strcmp(key, SERVICECTL_NODE_PASS_KEY) == 0) {
+		pthread_mutex_lock(&c->mu);
+		servicectl_node_pass_run(c);
+		pthread_mutex_unlock(&c->mu);
+		return RUNNER_HANDLED;
 	}
-	kube_client_cleanup(&kc);
-	return NULL;
+	r = servicectl_sync(c, ctx, key, &result, &e);
+	if (result != NULL)
+		metric_add(m_syncs, 1, result);
+	if (r < 0) {
+		if (r == ERR_CONFLICT)
+			log_info(2, "The Service changed during its sync; syncing it again",
+			    "service", key, "err", e.msg, NULL);
+		else if (!stop_requested(&c->term.stop))
+			log_warn("Error processing service (will retry)", "service", key,
+			    "err", e.msg, NULL);
+		return r;
+	}
+	return 0;
+}
+
+/* servicectl_after lets the backends go once a Service's sync leaves the
+ * queue idle. */
+static void
+servicectl_after(void *arg, int rc)
+{
+	struct servicectl *c = arg;
+
+	if (rc != RUNNER_HANDLED && wq_len(c->term.q) == 0)
+		servicectl_backends_trim(c);
 }
 
 /* --- the start-up sweep and the drift checks ------------------------------ */
@@ -1746,18 +1762,16 @@ out:
 	store_list_free(objs, nobjs);
 }
 
-/* servicectl_main waits for the caches, queues every Service served or in
- * need of cleanup (upstream's informer adds at start), then checks for
- * drift every sync period. */
-static void *
-servicectl_main(void *arg)
+/* servicectl_sweep queues, once the caches have synced, every Service
+ * served or in need of cleanup (upstream's informer adds at start); the
+ * drift checks follow every sync period. */
+static void
+servicectl_sweep(void *arg)
 {
 	struct servicectl *c = arg;
 	const struct store_obj **objs = NULL;
 	size_t n = 0;
 
-	if (!servicectl_wait_synced(c))
-		return NULL;
 	store_list(reflector_store(c->cfg.services), &objs, &n);
 	pthread_mutex_lock(&c->mu);
 	for (size_t i = 0; i < n && c->running; i++) {
@@ -1772,9 +1786,12 @@ servicectl_main(void *arg)
 	pthread_mutex_unlock(&c->mu);
 	store_list_free(objs, n);
 	log_info(2, "Service controller started", "provider", c->cfg.provider->name, NULL);
-	while (!stop_sleep(&c->term.stop, c->cfg.sync_period_ns))
-		servicectl_drift_once(c);
-	return NULL;
+}
+
+static void
+servicectl_drift(void *arg)
+{
+	servicectl_drift_once(arg);
 }
 
 /* --- life cycle ----------------------------------------------------------- */
@@ -1894,15 +1911,15 @@ servicectl_start(struct servicectl *c, struct errbuf *e)
 	c->running = 1;
 	c->node_pass_queued = 0;  /* the last term's queue went with its key */
 	pthread_mutex_unlock(&c->mu);
-	t->workers = xcalloc((size_t)c->cfg.workers, sizeof(*t->workers));
-	for (; t->nworkers < c->cfg.workers; t->nworkers++)
-		if (pthread_create(&t->workers[t->nworkers], NULL, servicectl_worker, c) != 0)
-			goto fail;
-	if (pthread_create(&t->main, NULL, servicectl_main, c) != 0)
-		goto fail;
-	t->main_started = 1;
-	return 0;
-fail:
+	struct runner_config rcfg = {
+		.stop = &t->stop, .arg = c, .wait = servicectl_wait, .q = t->q,
+		.workers = c->cfg.workers, .worker_init = servicectl_client_init,
+		.sync = servicectl_work, .after = servicectl_after,
+		.worker_cleanup = servicectl_client_cleanup, .every_begin = servicectl_sweep,
+		.every = servicectl_drift, .period_ns = c->cfg.sync_period_ns,
+	};
+	if (runner_start(&rcfg, &t->run) == 0)
+		return 0;
 	servicectl_stop(c);
 	return errbuf_set(e, ERR_INTERNAL, "service: cannot start a thread");
 }
@@ -1934,14 +1951,10 @@ servicectl_stop(struct servicectl *c)
 	}
 	c->running = 0;         /* no handler queues anything from now on */
 	pthread_mutex_unlock(&c->mu);
-	stop_request(&t->stop);
-	wq_shutdown(t->q);
-	for (int i = 0; i < t->nworkers; i++)
-		pthread_join(t->workers[i], NULL);
-	if (t->main_started)
-		pthread_join(t->main, NULL);
+	runner_free(t->run);
+	t->run = NULL;
+	stop_request(&t->stop);   /* also when the runner did not start */
 	wq_free(t->q);
-	free(t->workers);
 	stop_destroy(&t->stop);
 	pthread_mutex_lock(&c->mu);
 	hmap_free(&c->states, servicectl_state_free);
