@@ -858,23 +858,6 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 	return r;
 }
 
-/* nodectl_client_init gives a worker or the refresher its own client. */
-static int
-nodectl_client_init(void *arg, void **ctx)
-{
-	struct nodectl *c = arg;
-
-	*ctx = kube_client_new(c->cfg.kc, c->user_agent, &c->stop, nodectl_write_gate, c);
-	return 0;
-}
-
-static void
-nodectl_client_cleanup(void *arg, void *ctx)
-{
-	(void)arg;
-	kube_client_free(ctx);
-}
-
 /* nodectl_leading_enter counts a remote sync or refresh in progress while
  * leading: 1 when leading (end it with nodectl_leading_leave), else 0. */
 static int
@@ -1126,12 +1109,13 @@ nodectl_start(struct nodectl *c, struct errbuf *e)
 		    c->local_node);
 	struct runner_config rcfg = {
 		.stop = &c->stop, .arg = c, .q = c->q, .workers = c->cfg.workers,
-		.worker_init = nodectl_client_init, .sync = nodectl_work,
-		.worker_cleanup = nodectl_client_cleanup,
+		.kc = c->cfg.kc, .user_agent = c->user_agent, .gate = nodectl_write_gate,
+		.gate_arg = c, .sync = nodectl_work,
 		.every = nodectl_refresh, .period_ns = c->cfg.refresh_period_ns,
 		.on_stop = nodectl_abort,
 	};
-	nodectl_client_init(c, (void **)&c->refresh_kc);
+	c->refresh_kc = kube_client_new(c->cfg.kc, c->user_agent, &c->stop, nodectl_write_gate,
+	    c);
 	if (runner_start(&rcfg, &c->run) < 0)
 		return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start a thread");
 	return 0;

@@ -23,7 +23,9 @@ runner_worker(void *arg)
 
 	if (c->wait != NULL && !c->wait(c->arg))
 		return NULL;
-	if (c->worker_init != NULL && c->worker_init(c->arg, &ctx) < 0)
+	if (c->kc != NULL)
+		ctx = kube_client_new(c->kc, c->user_agent, c->stop, c->gate, c->gate_arg);
+	else if (c->worker_init != NULL && c->worker_init(c->arg, &ctx) < 0)
 		return NULL;
 	while (wq_get(c->q, &key) > 0) {
 		int rc = c->sync(c->arg, ctx, key);
@@ -36,7 +38,9 @@ runner_worker(void *arg)
 		if (c->after != NULL)
 			c->after(c->arg, rc);
 	}
-	if (c->worker_cleanup != NULL)
+	if (c->kc != NULL)
+		kube_client_free(ctx);
+	else if (c->worker_cleanup != NULL)
 		c->worker_cleanup(c->arg, ctx);
 	return NULL;
 }

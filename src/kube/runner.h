@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "stop.h"
+#include "kube/client.h"
 #include "kube/workqueue.h"
 
 /* A sync's answer: the sync settled the key's requeue itself. */
@@ -33,7 +34,13 @@ struct runner_config {
 	/* the workers, when workers > 0 */
 	struct wq *q;
 	int workers;
-	/* optional: a worker's own context (its API client); < 0 ends the worker */
+	/* with kc, each worker's context is an API client of its own
+	 * (kube_client_new with stop and the gate), freed when it ends */
+	struct kubeconfig *kc;
+	const char *user_agent;
+	kube_write_gate gate;
+	void *gate_arg;
+	/* optional: a worker's own context otherwise; < 0 ends the worker */
 	int (*worker_init)(void *arg, void **ctx);
 	int (*sync)(void *arg, void *ctx, const char *key);
 	/* optional: after each key is done, with what its sync returned */
