@@ -16,6 +16,7 @@
 #include "http.h"
 #include "jsonx.h"
 #include "kube/client.h"
+#include "kube/runner.h"
 #include "log.h"
 #include "metrics.h"
 #include "netaddr.h"
@@ -296,8 +297,7 @@ struct csrctl {
 	struct csrctl_config cfg;    /* user_agent points at user_agent */
 	char *user_agent;
 	struct kube_client client;   /* the thread's own */
-	pthread_t thread;
-	int started;
+	struct runner *run;
 	struct stop stop;
 	struct hmap reported;        /* "name/resourceVersion" already refused: the thread's */
 };
@@ -483,71 +483,79 @@ out:
 	csrctl_request_free(&q);
 }
 
+/* csrctl_page checks one page of requests; a stop ends the listing. */
+static int
+csrctl_page(json_object *items, size_t n, void *arg, struct errbuf *e)
+{
+	struct csrctl *c = arg;
+
+	(void)e;
+	for (size_t i = 0; i < n && !stop_requested(&c->stop); i++)
+		csrctl_one(c, json_object_array_get_idx(items, i));
+	return stop_requested(&c->stop) ? ERR_CANCELED : 0;
+}
+
 /* csrctl_pass lists the kubelet-serving requests page by page. */
 static void
 csrctl_pass(struct csrctl *c)
 {
-	char *cont = NULL, limit[16];
+	struct errbuf e = { "" };
+	char limit[16];
 
 	snprintf(limit, sizeof(limit), "%d", CSRCTL_PAGE_LIMIT);
-	do {
-		json_object *list = NULL, *items = NULL, *md = NULL;
-		struct errbuf e = { "" };
-		const char *next = NULL;
-		char *path = NULL;
-		size_t n = 0, i;
-		int r;
-
-		r = kube_path(&path, "/apis/certificates.k8s.io/v1", NULL,
-		    "certificatesigningrequests", NULL, NULL, "fieldSelector",
-		    "spec.signerName=" CSRCTL_SIGNER, "limit", limit, "continue", cont, NULL);
-		if (r == 0)
-			r = kube_request(&c->client, "GET", path, NULL, NULL, &list, NULL, &e);
-		free(path);
-		free(cont);
-		cont = NULL;
-		if (r == 0)
-			r = jsonx_array(list, "", "items", 0, &items, &n, &e);
-		if (r < 0) {
-			if (!stop_requested(&c->stop))
-				log_warn("Cannot list kubelet serving certificate requests; next pass",
-				    "err", e.msg, NULL);
-			json_object_put(list);
-			break;
-		}
-		for (i = 0; i < n && !stop_requested(&c->stop); i++)
-			csrctl_one(c, json_object_array_get_idx(items, i));
-		if (jsonx_object(list, "", "metadata", 0, &md, NULL) == 0 && md != NULL &&
-		    jsonx_str(md, "metadata", "continue", 0, &next, NULL, NULL) == 0 &&
-		    next != NULL && next[0] != '\0')
-			cont = xstrdup(next);
-		json_object_put(list);
-	} while (cont != NULL && !stop_requested(&c->stop));
-	free(cont);
+	if (kube_list_pages(&c->client, "/apis/certificates.k8s.io/v1", NULL,
+	    "certificatesigningrequests", "spec.signerName=" CSRCTL_SIGNER, limit, 0,
+	    csrctl_page, c, &e) < 0 && !stop_requested(&c->stop))
+		log_warn("Cannot list kubelet serving certificate requests; next pass",
+		    "err", e.msg, NULL);
 }
 
-static void *
-csrctl_main(void *arg)
+static int
+csrctl_wait(void *arg)
 {
 	struct csrctl *c = arg;
 
 	while (!reflector_wait_synced(c->cfg.nodes, 200 * NS_PER_MS))
 		if (stop_sleep(&c->stop, 200 * NS_PER_MS))
-			return NULL;
+			return 0;
+	return 1;
+}
+
+static void
+csrctl_begin(void *arg)
+{
+	struct csrctl *c = arg;
+
 	log_info(2, "Kubelet serving CSR approver started", "deny", c->cfg.deny ? "true" : "false",
 	    "trust-kubelet-addresses", c->cfg.trust_kubelet ? "true" : "false", NULL);
-	do
-		csrctl_pass(c);
-	while (!stop_sleep(&c->stop, c->cfg.period_ns));
+}
+
+static void
+csrctl_every(void *arg)
+{
+	csrctl_pass(arg);
+}
+
+static void
+csrctl_end(void *arg)
+{
+	(void)arg;
 	csr_thread_done();
-	return NULL;
+}
+
+static void
+csrctl_abort(void *arg)
+{
+	struct csrctl *c = arg;
+
+	if (c->client.http)
+		http_client_abort(c->client.http);
 }
 
 int
 csrctl_start(const struct csrctl_config *cfg, struct csrctl **ret, struct errbuf *e)
 {
 	struct csrctl *c;
-	int rc;
 
 	if (cfg->kc == NULL || cfg->nodes == NULL)
 		return errbuf_set(e, ERR_INTERNAL, "csr-approver: no kubeconfig or Node cache");
@@ -562,13 +570,15 @@ csrctl_start(const struct csrctl_config *cfg, struct csrctl **ret, struct errbuf
 	c->cfg.user_agent = c->user_agent;
 	kube_client_init(&c->client, cfg->kc, c->user_agent);
 	kube_client_set_stop(&c->client, &c->stop);
-	rc = pthread_create(&c->thread, NULL, csrctl_main, c);
-	if (rc != 0) {
+	struct runner_config rcfg = {
+		.stop = &c->stop, .arg = c, .wait = csrctl_wait,
+		.every = csrctl_every, .period_ns = c->cfg.period_ns, .every_begin = csrctl_begin,
+		.every_first = 1, .every_end = csrctl_end, .on_stop = csrctl_abort,
+	};
+	if (runner_start(&rcfg, &c->run) < 0) {
 		csrctl_free(c);
-		return errbuf_set(e, ERR_INTERNAL, "csr-approver: cannot start a thread: %s",
-		    strerror(rc));
+		return errbuf_set(e, ERR_INTERNAL, "csr-approver: cannot start a thread");
 	}
-	c->started = 1;
 	*ret = c;
 	return 0;
 }
@@ -578,13 +588,10 @@ csrctl_stop(struct csrctl *c)
 {
 	if (c == NULL)
 		return;
-	stop_request(&c->stop);
-	if (c->client.http)
-		http_client_abort(c->client.http);
-	if (c->started) {
-		pthread_join(c->thread, NULL);
-		c->started = 0;
-	}
+	if (c->run != NULL)
+		runner_stop(c->run);
+	else
+		stop_request(&c->stop);
 }
 
 void
@@ -593,6 +600,7 @@ csrctl_free(struct csrctl *c)
 	if (c == NULL)
 		return;
 	csrctl_stop(c);
+	runner_free(c->run);
 	if (c->client.http)
 		kube_client_cleanup(&c->client);
 	hmap_free(&c->reported, NULL);

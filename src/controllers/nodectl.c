@@ -16,6 +16,7 @@
 #include "jsonx.h"
 #include "kube/client.h"
 #include "kube/node.h"
+#include "kube/runner.h"
 #include "kube/workqueue.h"
 #include "log.h"
 #include "metrics.h"
@@ -54,10 +55,8 @@ struct nodectl {
 	char *local_node;
 	char *user_agent;
 	struct wq *q;
-	pthread_t *workers;
-	int nworkers;
-	pthread_t refresher;
-	int refresher_started;
+	struct runner *run;             /* the workers and the refresher */
+	struct kube_client *refresh_kc; /* the refresher's */
 	pthread_mutex_t mu;
 	pthread_cond_t cv;              /* remote_inflight dropped to 0 */
 	int leading;                    /* under mu; read atomically by handlers */
@@ -859,65 +858,62 @@ nodectl_sync(struct nodectl *c, struct kube_client *kc, const char *key, struct 
 	return r;
 }
 
-/* nodectl_worker is the queue's loop. The local node's failures retry on
- * its own short backoff (a metadata service or a registration that comes
- * late is seen within NODECTL_LOCAL_RETRY_MAX_NS); the others' on the
- * queue's per-key limiter, permanent failures slowly. */
-static void *
-nodectl_worker(void *arg)
+/* nodectl_leading_enter counts a remote sync or refresh in progress while
+ * leading: 1 when leading (end it with nodectl_leading_leave), else 0. */
+static int
+nodectl_leading_enter(struct nodectl *c)
+{
+	pthread_mutex_lock(&c->mu);
+	int leading = c->leading;
+	if (leading)
+		c->remote_inflight++;
+	pthread_mutex_unlock(&c->mu);
+	return leading;
+}
+
+static void
+nodectl_leading_leave(struct nodectl *c)
+{
+	pthread_mutex_lock(&c->mu);
+	if (--c->remote_inflight == 0)
+		pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+}
+
+/* nodectl_work is the runner's sync. A Node other than the local one waits
+ * for leadership (dropped until then: nodectl_set_leading queues it). The
+ * local node's failures retry on its own short backoff (a metadata service
+ * or a registration that comes late is seen within
+ * NODECTL_LOCAL_RETRY_MAX_NS); the others' on the queue's per-key limiter,
+ * permanent failures slowly. */
+static int
+nodectl_work(void *arg, void *ctx, const char *key)
 {
 	struct nodectl *c = arg;
-	struct kube_client kc;
-	const char *key;
+	struct errbuf e = { "" };
+	int local = nodectl_is_local(c, key), r;
 
-	kube_client_init(&kc, c->cfg.kc, c->user_agent);
-	kube_client_set_stop(&kc, &c->stop);
-	kube_client_set_write_gate(&kc, nodectl_write_gate, c);
-	while (wq_get(c->q, &key) > 0) {
-		struct errbuf e = { "" };
-		int local = nodectl_is_local(c, key), r;
-
-		if (!local) {
-			pthread_mutex_lock(&c->mu);
-			int leading = c->leading;
-			if (leading)
-				c->remote_inflight++;
-			pthread_mutex_unlock(&c->mu);
-			if (!leading) {
-				wq_forget(c->q, key);
-				wq_done(c->q, key);
-				continue;
-			}
-		}
-
-		r = nodectl_sync(c, &kc, key, &e);
-
-		if (!local) {
-			pthread_mutex_lock(&c->mu);
-			if (--c->remote_inflight == 0)
-				pthread_cond_broadcast(&c->cv);
-			pthread_mutex_unlock(&c->mu);
-		}
-		if (local && r < 0) {
-			wq_add_after(c->q, key, backoff_next(&c->local_backoff));
-		} else {
-			if (local)
-				backoff_reset(&c->local_backoff);
-			if (r < 0 && (err_retryable(r) || r == ERR_CONFLICT ||
-			    wq_num_requeues(c->q, key) < NODECTL_PERMANENT_FAST_TRIES)) {
-				wq_add_rate_limited(c->q, key);
-			} else if (r < 0) {
-				/* bad reported data does not fix itself: retry slowly;
-				 * a change to the Node queues it at once */
-				wq_add_after(c->q, key, NODECTL_PERMANENT_RETRY_NS);
-			} else {
-				wq_forget(c->q, key);
-			}
-		}
-		wq_done(c->q, key);
+	if (!local && !nodectl_leading_enter(c))
+		return 0;
+	r = nodectl_sync(c, ctx, key, &e);
+	if (!local)
+		nodectl_leading_leave(c);
+	if (local && r < 0) {
+		wq_add_after(c->q, key, backoff_next(&c->local_backoff));
+		return RUNNER_HANDLED;
 	}
-	kube_client_cleanup(&kc);
-	return NULL;
+	if (local)
+		backoff_reset(&c->local_backoff);
+	if (r < 0 && (err_retryable(r) || r == ERR_CONFLICT ||
+	    wq_num_requeues(c->q, key) < NODECTL_PERMANENT_FAST_TRIES))
+		return r;
+	if (r < 0) {
+		/* bad reported data does not fix itself: retry slowly; a change
+		 * to the Node queues it at once */
+		wq_add_after(c->q, key, NODECTL_PERMANENT_RETRY_NS);
+		return RUNNER_HANDLED;
+	}
+	return 0;
 }
 
 /* --- periodic address refresh (leader) ------------------------------------ */
@@ -1028,31 +1024,26 @@ out:
 	free(m);
 }
 
-static void *
-nodectl_refresher(void *arg)
+/* nodectl_refresh is the refresher's period: the leader's alone. */
+static void
+nodectl_refresh(void *arg)
 {
 	struct nodectl *c = arg;
-	struct kube_client kc;
 
-	kube_client_init(&kc, c->cfg.kc, c->user_agent);
-	kube_client_set_stop(&kc, &c->stop);
-	kube_client_set_write_gate(&kc, nodectl_write_gate, c);
-	while (!stop_sleep(&c->stop, c->cfg.refresh_period_ns)) {
-		pthread_mutex_lock(&c->mu);
-		int leading = c->leading;
-		if (leading)
-			c->remote_inflight++;
-		pthread_mutex_unlock(&c->mu);
-		if (!leading)
-			continue;
-		nodectl_refresh_once(c, &kc);
-		pthread_mutex_lock(&c->mu);
-		if (--c->remote_inflight == 0)
-			pthread_cond_broadcast(&c->cv);
-		pthread_mutex_unlock(&c->mu);
-	}
-	kube_client_cleanup(&kc);
-	return NULL;
+	if (!nodectl_leading_enter(c))
+		return;
+	nodectl_refresh_once(c, c->refresh_kc);
+	nodectl_leading_leave(c);
+}
+
+/* nodectl_abort wakes a worker waiting for the local node's provider call. */
+static void
+nodectl_abort(void *arg)
+{
+	struct nodectl *c = arg;
+
+	if (c->race)
+		noderace_cancel(c->race);
 }
 
 /* --- life cycle ----------------------------------------------------------- */
@@ -1116,13 +1107,17 @@ nodectl_start(struct nodectl *c, struct errbuf *e)
 	    (r = wq_add(c->q, c->local_node)) < 0)
 		return errbuf_set(e, r, "cloud-node: cannot queue the local node \"%.64s\"",
 		    c->local_node);
-	c->workers = xcalloc((size_t)c->cfg.workers, sizeof(*c->workers));
-	for (; c->nworkers < c->cfg.workers; c->nworkers++)
-		if (pthread_create(&c->workers[c->nworkers], NULL, nodectl_worker, c) != 0)
-			return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start a worker");
-	if (pthread_create(&c->refresher, NULL, nodectl_refresher, c) != 0)
-		return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start the refresher");
-	c->refresher_started = 1;
+	struct runner_config rcfg = {
+		.stop = &c->stop, .arg = c, .q = c->q, .workers = c->cfg.workers,
+		.kc = c->cfg.kc, .user_agent = c->user_agent, .gate = nodectl_write_gate,
+		.gate_arg = c, .sync = nodectl_work,
+		.every = nodectl_refresh, .period_ns = c->cfg.refresh_period_ns,
+		.on_stop = nodectl_abort,
+	};
+	c->refresh_kc = kube_client_new(c->cfg.kc, c->user_agent, &c->stop, nodectl_write_gate,
+	    c);
+	if (runner_start(&rcfg, &c->run) < 0)
+		return errbuf_set(e, ERR_INTERNAL, "cloud-node: cannot start a thread");
 	return 0;
 }
 
@@ -1167,17 +1162,12 @@ nodectl_stop(struct nodectl *c)
 {
 	if (c == NULL)
 		return;
-	stop_request(&c->stop);
-	if (c->race)
-		noderace_cancel(c->race);   /* a worker waiting for the provider */
-	if (c->q)
-		wq_shutdown(c->q);
-	for (int i = 0; i < c->nworkers; i++)
-		pthread_join(c->workers[i], NULL);
-	c->nworkers = 0;
-	if (c->refresher_started)
-		pthread_join(c->refresher, NULL);
-	c->refresher_started = 0;
+	if (c->run != NULL) {
+		runner_stop(c->run);
+	} else {
+		stop_request(&c->stop);
+		nodectl_abort(c);
+	}
 	/* the local node's provider call, abandoned or not, ends before the
 	 * caller may free the provider's state; its late answer records an
 	 * Event, so before the caller frees the recorder too */
@@ -1191,8 +1181,9 @@ nodectl_free(struct nodectl *c)
 	if (c == NULL)
 		return;
 	nodectl_stop(c);
+	runner_free(c->run);
 	wq_free(c->q);
-	free(c->workers);
+	kube_client_free(c->refresh_kc);
 	hmap_free(&c->marks, free);
 	free(c->local_node);
 	free(c->user_agent);

@@ -14,6 +14,7 @@
 #include "controllers/nodeview.h"
 #include "kube/client.h"
 #include "kube/node.h"
+#include "kube/runner.h"
 #include "kube/store.h"
 #include "log.h"
 #include "metrics.h"
@@ -27,8 +28,7 @@ struct nodelifecycle {
 	struct nodelifecycle_config cfg;  /* user_agent points at user_agent */
 	char *user_agent;
 	struct kube_client client;        /* the thread's own */
-	pthread_t thread;
-	int started;
+	struct runner *run;
 	struct stop stop;                 /* the sleeps between passes; the client's too */
 	/* the controller thread's alone */
 	int told_not_implemented;         /* logged once: the provider cannot tell */
@@ -466,20 +466,36 @@ nodelifecycle_pass(struct nodelifecycle *c)
 	nodelifecycle_summary(c, &p);
 }
 
-static void *
-nodelifecycle_main(void *arg)
+static int
+nodelifecycle_wait(void *arg)
+{
+	return nodelifecycle_wait_synced(arg);
+}
+
+static void
+nodelifecycle_begin(void *arg)
 {
 	struct nodelifecycle *c = arg;
 
-	if (!nodelifecycle_wait_synced(c))
-		return NULL;
 	log_info(2, "Node lifecycle controller started", "provider", c->cfg.provider->name,
 	    NULL);
-	/* like wait.Until: the period runs from the end of one pass */
-	do
-		nodelifecycle_pass(c);
-	while (!nodelifecycle_sleep(c, c->cfg.monitor_period_ns));
-	return NULL;
+}
+
+static void
+nodelifecycle_every(void *arg)
+{
+	nodelifecycle_pass(arg);
+}
+
+/* nodelifecycle_abort ends a request in flight (the API server slow to
+ * answer) at once. */
+static void
+nodelifecycle_abort(void *arg)
+{
+	struct nodelifecycle *c = arg;
+
+	if (c->client.http)
+		http_client_abort(c->client.http);
 }
 
 int
@@ -488,8 +504,6 @@ nodelifecycle_start(const struct nodelifecycle_config *cfg, struct nodelifecycle
 {
 	const struct cloud_provider *p = cfg->provider;
 	struct nodelifecycle *c;
-	pthread_attr_t attr;
-	int rc;
 
 	if (p == NULL || p->instances == NULL || p->instances->exists == NULL) {
 		*ret = NULL;
@@ -511,16 +525,18 @@ nodelifecycle_start(const struct nodelifecycle_config *cfg, struct nodelifecycle
 	c->cfg.user_agent = c->user_agent;
 	kube_client_set_stop(&c->client, &c->stop);
 	kube_client_set_write_gate(&c->client, c->cfg.write_gate, c->cfg.write_gate_arg);
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, NODELIFECYCLE_STACK_SIZE);
-	rc = pthread_create(&c->thread, &attr, nodelifecycle_main, c);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
+	/* like wait.Until: the period runs from the end of one pass */
+	struct runner_config rcfg = {
+		.stop = &c->stop, .arg = c, .stack_size = NODELIFECYCLE_STACK_SIZE,
+		.wait = nodelifecycle_wait, .every = nodelifecycle_every,
+		.period_ns = c->cfg.monitor_period_ns, .every_begin = nodelifecycle_begin,
+		.every_first = 1, .on_stop = nodelifecycle_abort,
+	};
+	if (runner_start(&rcfg, &c->run) < 0) {
 		nodelifecycle_free(c);
 		return errbuf_set(e, ERR_INTERNAL,
-		    "node lifecycle controller: cannot start a thread: %s", strerror(rc));
+		    "node lifecycle controller: cannot start a thread");
 	}
-	c->started = 1;
 	*ret = c;
 	return 0;
 }
@@ -530,14 +546,10 @@ nodelifecycle_stop(struct nodelifecycle *c)
 {
 	if (c == NULL)
 		return;
-	stop_request(&c->stop);
-	/* a request in flight (the API server slow to answer) ends at once */
-	if (c->client.http)
-		http_client_abort(c->client.http);
-	if (c->started) {
-		pthread_join(c->thread, NULL);
-		c->started = 0;
-	}
+	if (c->run != NULL)
+		runner_stop(c->run);
+	else
+		stop_request(&c->stop);
 }
 
 void
@@ -546,6 +558,7 @@ nodelifecycle_free(struct nodelifecycle *c)
 	if (c == NULL)
 		return;
 	nodelifecycle_stop(c);
+	runner_free(c->run);
 	if (c->client.http)
 		kube_client_cleanup(&c->client);
 	free(c->user_agent);

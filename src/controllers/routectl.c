@@ -12,6 +12,7 @@
 #include "hmap.h"
 #include "jsonx.h"
 #include "kube/client.h"
+#include "kube/runner.h"
 #include "kube/store.h"
 #include "kube/workqueue.h"
 #include "log.h"
@@ -67,8 +68,7 @@ struct routectl {
 
 	/* one run, from routectl_start to routectl_stop */
 	struct wq *run_q;               /* the pass thread's view of q */
-	pthread_t thread;
-	int started;
+	struct runner *run;             /* the pass thread; NULL when stopped */
 	struct stop stop;               /* aborts the client's retries, ends the
 	                                   operations not yet begun */
 	struct kube_client client;      /* the pass thread's */
@@ -77,6 +77,7 @@ struct routectl {
 	struct hmap warned;             /* "node|podCIDR" warned as never routed */
 	struct hmap written;            /* node -> struct routectl_written */
 	int warned_list;                /* warned for the current run of failed lists */
+	int first;                      /* the run's first pass is yet to come */
 };
 
 static struct metric *routectl_m_syncs;
@@ -714,51 +715,69 @@ routectl_report(struct routectl *c, const struct routectl_plan *plan,
 	c->warned = seen;
 }
 
+/* One routectl_condition_fresh: its arguments and the version read. */
+struct routectl_fresh {
+	struct routectl *c;
+	const char *name, *path, *status_path;
+	int routed;
+	int64_t now_s;
+	char *ret_rv;
+};
+
+/* routectl_fresh_attempt reads the Node and patches its condition behind
+ * the version read. */
+static int
+routectl_fresh_attempt(int attempt, void *arg, struct errbuf *e)
+{
+	struct routectl_fresh *f = arg;
+	json_object *cur = NULL, *md, *ops = NULL;
+	const char *rv = NULL;
+	int r;
+
+	(void)attempt;
+	if ((r = kube_request(&f->c->client, "GET", f->path, NULL, NULL, &cur, NULL, e)) < 0)
+		return r;
+	if ((r = jsonx_object(cur, "", "metadata", JSONX_REQUIRED, &md, e)) < 0 ||
+	    (r = jsonx_str(md, "metadata", "resourceVersion", JSONX_REQUIRED, &rv, NULL,
+	    e)) < 0) {
+		errbuf_prefix(e, r, "node %s", f->name);
+	} else if (strlen(rv) >= ROUTECTL_RV_MAX) {
+		r = errbuf_set(e, ERR_INVALID, "node %s: metadata.resourceVersion is longer "
+		    "than %d bytes", f->name, ROUTECTL_RV_MAX - 1);
+	} else if ((r = routectl_condition_patch(cur, f->routed, f->now_s, &ops, e)) ==
+	    KUBE_PATCH_JSON) {
+		r = kube_patch_json(&f->c->client, f->status_path, ops, rv, NULL, NULL, e);
+	} else if (r == KUBE_PATCH_NOOP) {
+		r = 0;  /* as wanted already, or another component's now */
+	}
+	if (r == 0)
+		memcpy(f->ret_rv, rv, strlen(rv) + 1);
+	json_object_put(ops);
+	json_object_put(cur);
+	return r;
+}
+
 /* routectl_condition_fresh writes the condition from a fresh read of the
  * Node: GET nodes/NAME (the status subresource's GET would need a grant
  * the role does not otherwise use), then the JSON patch of nodes/NAME/status
- * behind the resourceVersion read; a conflict reads again, at most
- * KUBE_CONFLICT_RETRIES times, pausing like kube_patch_retry. On 0 (written,
- * or nothing to write), ret_rv gets the version read. */
+ * behind the resourceVersion read; a conflict reads again
+ * (kube_retry_on_conflict, without its log line). On 0 (written, or nothing
+ * to write), ret_rv gets the version read. */
 static int
 routectl_condition_fresh(struct routectl *c, const char *name, const char *status_path,
     int routed, int64_t now_s, char ret_rv[ROUTECTL_RV_MAX], struct errbuf *e)
 {
-	struct backoff b;
+	struct routectl_fresh f = {
+		.c = c, .name = name, .status_path = status_path, .routed = routed,
+		.now_s = now_s, .ret_rv = ret_rv,
+	};
 	char *path = NULL;
 	int r;
 
 	if ((r = kube_path(&path, "/api/v1", NULL, "nodes", name, NULL, NULL)) < 0)
 		return errbuf_set(e, r, "node %s: no path for it", name);
-	backoff_init(&b, KUBE_CONFLICT_BASE_MS * NS_PER_MS, KUBE_CONFLICT_CAP_MS * NS_PER_MS,
-	    2.0, 0.1);
-	for (int try = 0;; try++) {
-		json_object *cur = NULL, *md, *ops = NULL;
-		const char *rv = NULL;
-
-		if ((r = kube_request(&c->client, "GET", path, NULL, NULL, &cur, NULL, e)) < 0)
-			break;
-		if ((r = jsonx_object(cur, "", "metadata", JSONX_REQUIRED, &md, e)) < 0 ||
-		    (r = jsonx_str(md, "metadata", "resourceVersion", JSONX_REQUIRED, &rv, NULL,
-		    e)) < 0) {
-			errbuf_prefix(e, r, "node %s", name);
-		} else if (strlen(rv) >= ROUTECTL_RV_MAX) {
-			r = errbuf_set(e, ERR_INVALID, "node %s: metadata.resourceVersion is longer "
-			    "than %d bytes", name, ROUTECTL_RV_MAX - 1);
-		} else if ((r = routectl_condition_patch(cur, routed, now_s, &ops, e)) ==
-		    KUBE_PATCH_JSON) {
-			r = kube_patch_json(&c->client, status_path, ops, rv, NULL, NULL, e);
-		} else if (r == KUBE_PATCH_NOOP) {
-			r = 0;  /* as wanted already, or another component's now */
-		}
-		if (r == 0)
-			memcpy(ret_rv, rv, strlen(rv) + 1);
-		json_object_put(ops);
-		json_object_put(cur);
-		if (r != ERR_CONFLICT || try >= KUBE_CONFLICT_RETRIES ||
-		    stop_sleep(&c->stop, backoff_next(&b)))
-			break;
-	}
+	f.path = path;
+	r = kube_retry_on_conflict(&c->stop, NULL, routectl_fresh_attempt, &f, e);
 	free(path);
 	return r;
 }
@@ -944,67 +963,86 @@ routectl_due(const struct routectl *c)
 	return c->next_pass_ns;
 }
 
-/* routectl_main runs the passes. The queue's one key only wakes it: on
- * each wake it runs a pass when one is due (routectl_due), else re-arms
- * the key for that time, so a wake asked for by an older schedule (the
- * queue never postpones a waiting key) is harmless. */
-static void *
-routectl_main(void *arg)
+static int
+routectl_wait(void *arg)
+{
+	return routectl_wait_synced(arg);
+}
+
+/* routectl_arm starts the passes once the cache has synced: the first
+ * pass sees every Node the cache has now. */
+static int
+routectl_arm(void *arg, void **ctx)
 {
 	struct routectl *c = arg;
-	struct wq *q = c->run_q;
-	const char *key;
-	int first = 1;
 
-	if (!routectl_wait_synced(c))
-		return NULL;
+	(void)ctx;
 	log_info(1, "Route controller started", "provider", c->cfg.provider->name,
 	    "clusterCIDR", c->cluster_cidr, NULL);
 	pthread_mutex_lock(&c->mu);
-	c->armed = 1;   /* the first pass sees every Node the cache has now */
+	c->armed = 1;
 	pthread_mutex_unlock(&c->mu);
-	wq_add(q, ROUTECTL_KEY);
-	while (wq_get(q, &key) > 0) {
-		int64_t now = clock_mono_ns(), due;
-		const char *trigger;
-		int event;
+	c->first = 1;
+	wq_add(c->run_q, ROUTECTL_KEY);
+	return 0;
+}
 
-		pthread_mutex_lock(&c->mu);
-		if ((due = routectl_due(c)) > now) {
-			wq_add_after(q, ROUTECTL_KEY, due - now);
-			pthread_mutex_unlock(&c->mu);
-			wq_forget(q, key);
-			wq_done(q, key);
-			continue;
-		}
-		/* ahead of the periodic time: an event's pass, which the next
-		 * event's waits a period for; either kind serves every event
-		 * seen so far */
-		event = now < c->next_pass_ns;
-		/* the first pass is for the Nodes the cache listed (upstream:
-		 * their add events); a pass that serves a Node's event is that
-		 * event's, whatever else was due */
-		trigger = first || c->node_change ? ROUTECTL_TRIGGER_NODE : ROUTECTL_TRIGGER_PERIODIC;
-		first = 0;
-		c->event_pending = 0;
-		c->node_change = 0;
-		c->in_pass = 1;
+/* routectl_work is the runner's sync of the queue's one key, which only
+ * wakes the pass thread: on each wake it runs a pass when one is due
+ * (routectl_due), else re-arms the key for that time, so a wake asked for
+ * by an older schedule (the queue never postpones a waiting key) is
+ * harmless. */
+static int
+routectl_work(void *arg, void *ctx, const char *key)
+{
+	struct routectl *c = arg;
+	struct wq *q = c->run_q;
+	int64_t now = clock_mono_ns(), due;
+	const char *trigger;
+	int event;
+
+	(void)ctx;
+	(void)key;
+	pthread_mutex_lock(&c->mu);
+	if ((due = routectl_due(c)) > now) {
+		wq_add_after(q, ROUTECTL_KEY, due - now);
 		pthread_mutex_unlock(&c->mu);
-
-		routectl_pass(c, trigger);
-
-		now = clock_mono_ns();
-		pthread_mutex_lock(&c->mu);
-		c->in_pass = 0;
-		if (event)
-			c->event_after_ns = clock_add_ns(now, c->cfg.period_ns);
-		c->next_pass_ns = clock_add_ns(now, c->cfg.period_ns);
-		wq_add_after(q, ROUTECTL_KEY, routectl_due(c) - now);
-		pthread_mutex_unlock(&c->mu);
-		wq_forget(q, key);
-		wq_done(q, key);
+		return 0;
 	}
-	return NULL;
+	/* ahead of the periodic time: an event's pass, which the next event's
+	 * waits a period for; either kind serves every event seen so far */
+	event = now < c->next_pass_ns;
+	/* the first pass is for the Nodes the cache listed (upstream: their
+	 * add events); a pass that serves a Node's event is that event's,
+	 * whatever else was due */
+	trigger = c->first || c->node_change ? ROUTECTL_TRIGGER_NODE : ROUTECTL_TRIGGER_PERIODIC;
+	c->first = 0;
+	c->event_pending = 0;
+	c->node_change = 0;
+	c->in_pass = 1;
+	pthread_mutex_unlock(&c->mu);
+
+	routectl_pass(c, trigger);
+
+	now = clock_mono_ns();
+	pthread_mutex_lock(&c->mu);
+	c->in_pass = 0;
+	if (event)
+		c->event_after_ns = clock_add_ns(now, c->cfg.period_ns);
+	c->next_pass_ns = clock_add_ns(now, c->cfg.period_ns);
+	wq_add_after(q, ROUTECTL_KEY, routectl_due(c) - now);
+	pthread_mutex_unlock(&c->mu);
+	return 0;
+}
+
+/* routectl_abort ends a request in flight (the API server slow to answer)
+ * at once. */
+static void
+routectl_abort(void *arg)
+{
+	struct routectl *c = arg;
+
+	http_client_abort(c->client.http);
 }
 
 /* routectl_trigger asks for a pass on an event (node: a Node's): at once,
@@ -1102,20 +1140,16 @@ routectl_new(const struct routectl_config *cfg, struct routectl **ret, struct er
 	return 0;
 }
 
-/* routectl_run_end releases what routectl_start made for one run; the
- * thread is joined when it was started. */
+/* routectl_run_end stops the pass thread and releases what routectl_start
+ * made for one run. */
 static void
-routectl_run_end(struct routectl *c, int joined)
+routectl_run_end(struct routectl *c)
 {
 	pthread_mutex_lock(&c->mu);
 	c->q = NULL;   /* the handlers queue nothing more */
 	pthread_mutex_unlock(&c->mu);
-	stop_request(&c->stop);
-	wq_shutdown(c->run_q);
-	/* a request in flight (the API server slow to answer) ends at once */
-	http_client_abort(c->client.http);
-	if (joined)
-		pthread_join(c->thread, NULL);
+	runner_free(c->run);
+	c->run = NULL;
 	wq_free(c->run_q);
 	c->run_q = NULL;
 	kube_client_cleanup(&c->client);
@@ -1125,11 +1159,9 @@ routectl_run_end(struct routectl *c, int joined)
 int
 routectl_start(struct routectl *c, struct errbuf *e)
 {
-	pthread_attr_t attr;
 	struct wq *q;
-	int rc;
 
-	if (c->started)
+	if (c->run != NULL)
 		return 0;
 	if (wq_new(ROUTECTL_QUEUE, NULL, &q) < 0)
 		return errbuf_set(e, ERR_INTERNAL, "route controller: cannot create its queue");
@@ -1148,26 +1180,24 @@ routectl_start(struct routectl *c, struct errbuf *e)
 	c->event_after_ns = 0;
 	c->next_pass_ns = 0;
 	pthread_mutex_unlock(&c->mu);
-	pthread_attr_init(&attr);
-	pthread_attr_setstacksize(&attr, ROUTECTL_STACK_SIZE);
-	rc = pthread_create(&c->thread, &attr, routectl_main, c);
-	pthread_attr_destroy(&attr);
-	if (rc != 0) {
-		routectl_run_end(c, 0);
-		return errbuf_set(e, ERR_INTERNAL, "route controller: cannot start a thread: %s",
-		    strerror(rc));
+	struct runner_config rcfg = {
+		.stop = &c->stop, .arg = c, .stack_size = ROUTECTL_STACK_SIZE,
+		.wait = routectl_wait, .q = q, .workers = 1, .worker_init = routectl_arm,
+		.sync = routectl_work, .on_stop = routectl_abort,
+	};
+	if (runner_start(&rcfg, &c->run) < 0) {
+		routectl_run_end(c);
+		return errbuf_set(e, ERR_INTERNAL, "route controller: cannot start a thread");
 	}
-	c->started = 1;
 	return 0;
 }
 
 void
 routectl_stop(struct routectl *c)
 {
-	if (c == NULL || !c->started)
+	if (c == NULL || c->run == NULL)
 		return;
-	routectl_run_end(c, 1);
-	c->started = 0;
+	routectl_run_end(c);
 }
 
 void

@@ -1,60 +1,12 @@
 /* routectl.h - the route controller: a route in the cloud for every entry of
  * every Node's spec.podCIDRs inside the cluster CIDRs, stale and blackholed
  * routes inside them deleted, and each Node's NetworkUnavailable condition
- * saying whether its routes exist.
- *
- * Upstream semantics (k8s.io/cloud-provider's route controller,
- * upstream-ccm.md) with bootccm's differences:
- * - leader only: routectl_new registers the Node handlers before the
- *   reflector starts; routectl_start and routectl_stop follow leadership
- *   and may alternate any number of times;
- * - a pass: one routes.list, then over a snapshot of the Node cache the
- *   plan (routectl_plan): one route per podCIDR (dual-stack: two), keyed by
- *   target Node and canonical CIDR; a route inside the cluster CIDRs
- *   (routectl_responsible, upstream's isResponsibleForRoute: its first or
- *   last address in one) that is blackholed or no Node wants is deleted,
- *   routes outside them are never touched. Deletes run first, then creates
- *   (the target Node passed, its uid as the name hint), each phase with at
- *   most `concurrency` provider calls in flight (upstream: 200, fixed);
- * - a blackholed route does not count as existing: it is deleted and
- *   created again in the same pass (upstream reports the Node's route as
- *   created until a later pass);
- * - a podCIDR outside every cluster CIDR gets no route, ever (upstream
- *   creates one it then never deletes: the leaks and API floods of
- *   hcloud-ccm #482, #734) and a Warning Event PodCIDROutsideClusterCIDR on
- *   the Node, once per Node and CIDR while the controller runs;
- * - a failed list is a pass that does nothing (nothing created, deleted or
- *   written); the next pass tries again. A failed create is a Warning Event
- *   FailedToCreateRoute (upstream's) and is tried again next pass;
- * - after the provider calls, a Node with podCIDRs (or with routes that
- *   target it) gets NetworkUnavailable False/RouteCreated when every one of
- *   its routes exists, True/NoRouteCreated otherwise (a podCIDR that is
- *   never routed included), written only when that
- *   changes (routectl_condition_decide), as a JSON patch of nodes/NAME/status
- *   behind a test of the resourceVersion: from the cache when the Node has
- *   no such condition (one write), else from a fresh GET of the Node,
- *   retried on conflict (KUBE_CONFLICT_RETRIES re-reads, like upstream's 5
- *   tries); a condition written that the cache does not show yet is taken
- *   as written. lastTransitionTime changes only with the status,
- *   lastHeartbeatTime is the write's time. A condition another component
- *   (a CNI: CalicoIsUp, CiliumIsUp...) set, with any reason but ours, is
- *   NEVER overwritten (upstream overwrites it since v1.36, kubernetes
- *   #136561);
- * - event-driven (KEP-5237): a Node added or deleted, or whose podCIDRs or
- *   addresses changed (routectl_node_triggers), triggers a pass at once,
- *   except that an event-triggered pass starts no sooner than one period
- *   after the previous event-triggered pass ended; the periodic pass runs
- *   a period after each pass ends (so a pass follows every event within
- *   one period, and an idle cluster costs one list per period).
- * Failures to list warn once per run of failing passes (each at -v=2).
- * Metrics: route_controller_route_sync_total{outcome,trigger}, upstream's
- * (k8s.io/cloud-provider v0.37): one per pass once its provider calls are
- * done, trigger node_change (the first pass of a run, and a pass that
- * serves a Node's event) or periodic (the period, or routectl_retry_now),
- * outcome error (the listing failed; a listing a stop aborted is not
- * counted), changed (a route created or deleted) or noop;
- * bootccm_route_operations_total{operation,result} (create/delete,
- * success/error), bootccm_route_pass_duration_seconds (completed passes). */
+ * saying whether its routes exist; upstream's semantics, with the
+ * differences docs/internals.md ("The route controller") lists, and the
+ * metrics it names. Contract: leader only; routectl_new registers the Node
+ * handlers before the reflector starts, routectl_start and routectl_stop
+ * follow leadership any number of times; one pass thread, event-driven with
+ * a period; nothing is written after routectl_stop returns. */
 #ifndef BOOTCCM_CONTROLLERS_ROUTECTL_H
 #define BOOTCCM_CONTROLLERS_ROUTECTL_H
 

@@ -86,6 +86,17 @@ doctor_usage(FILE *out, const struct flag *t, size_t n)
 	flags_usage(t, n, out);
 }
 
+static int
+doctor_list_page(json_object *items, size_t n, void *arg, struct errbuf *e)
+{
+	json_object *all = arg;
+
+	(void)e;
+	for (size_t i = 0; i < n; i++)
+		json_object_array_add(all, json_object_get(json_object_array_get_idx(items, i)));
+	return 0;
+}
+
 /* doctor_list GETs every page of a list (api, ns NULL for every namespace,
  * an optional field selector) and appends its items to *ret. */
 static int
@@ -93,45 +104,9 @@ doctor_list(struct kube_client *c, const char *api, const char *ns, const char *
     const char *fields, json_object **ret, struct errbuf *e)
 {
 	json_object *all = xcheck(json_object_new_array());
-	char *cont = NULL;
-	int r = 0;
+	int r = kube_list_pages(c, api, ns, resource, fields, DOCTOR_PAGE_SIZE, DOCTOR_PAGES_MAX,
+	    doctor_list_page, all, e);
 
-	for (int page = 0; r == 0; page++) {
-		json_object *ans = NULL, *items, *md;
-		const char *next;
-		char *path;
-		size_t n;
-
-		if (page == DOCTOR_PAGES_MAX) {
-			r = errbuf_set(e, ERR_TOO_LARGE, "listing %s: more than %d pages", resource,
-			    DOCTOR_PAGES_MAX);
-			break;
-		}
-		if ((r = kube_path(&path, api, ns, resource, NULL, NULL, "limit", DOCTOR_PAGE_SIZE,
-		    "fieldSelector", fields, "continue", cont, NULL)) < 0) {
-			errbuf_set(e, r, "listing %s: the continue token does not fit a path", resource);
-			break;
-		}
-		r = kube_request(c, "GET", path, NULL, NULL, &ans, NULL, e);
-		free(path);
-		if (r < 0)
-			break;
-		if ((r = jsonx_array(ans, "", "items", 0, &items, &n, e)) < 0 ||
-		    (r = jsonx_object(ans, "", "metadata", 0, &md, e)) < 0 ||
-		    (r = jsonx_str(md, "metadata", "continue", 0, &next, NULL, e)) < 0) {
-			errbuf_prefix(e, r, "the %s list", resource);
-			json_object_put(ans);
-			break;
-		}
-		for (size_t i = 0; i < n; i++)
-			json_object_array_add(all, json_object_get(json_object_array_get_idx(items, i)));
-		free(cont);
-		cont = next && *next ? xstrdup(next) : NULL;
-		json_object_put(ans);
-		if (cont == NULL)
-			break;
-	}
-	free(cont);
 	if (r < 0) {
 		json_object_put(all);
 		return r;

@@ -102,6 +102,27 @@ kube_client_set_write_gate(struct kube_client *c, kube_write_gate gate, void *ar
 	c->write_gate_arg = arg;
 }
 
+struct kube_client *
+kube_client_new(struct kubeconfig *kc, const char *user_agent, struct stop *stop,
+    kube_write_gate gate, void *gate_arg)
+{
+	struct kube_client *c = xmalloc(sizeof(*c));
+
+	kube_client_init(c, kc, user_agent);
+	kube_client_set_stop(c, stop);
+	kube_client_set_write_gate(c, gate, gate_arg);
+	return c;
+}
+
+void
+kube_client_free(struct kube_client *c)
+{
+	if (c == NULL)
+		return;
+	kube_client_cleanup(c);
+	free(c);
+}
+
 void
 kube_client_cleanup(struct kube_client *c)
 {
@@ -1048,88 +1069,172 @@ kube_rv(json_object *obj)
 }
 
 int
-kube_patch_retry(struct kube_client *c, const char *path, kube_patch_fn build,
-    void *arg, json_object **ret, struct errbuf *e)
+kube_list_pages(struct kube_client *c, const char *api, const char *ns,
+    const char *resource, const char *field_selector, const char *limit, int max_pages,
+    kube_list_fn fn, void *arg, struct errbuf *e)
 {
-	struct backoff b;
-	struct errbuf le = { "" }, refused = { "" };
-	char *get_path, tested[KUBE_RV_MAX] = "";
+	char *cont = NULL;
 	int r = 0;
 
-	/* the object is read where it is written: GET works on /status too */
-	get_path = xstrndup(path, strcspn(path, "?"));
+	for (int page = 0; r == 0; page++) {
+		json_object *ans = NULL, *items, *md;
+		const char *next;
+		char *path;
+		size_t n;
+
+		if (max_pages > 0 && page == max_pages) {
+			r = errbuf_set(e, ERR_TOO_LARGE, "listing %s: more than %d pages", resource,
+			    max_pages);
+			break;
+		}
+		if ((r = kube_path(&path, api, ns, resource, NULL, NULL, "limit", limit,
+		    "fieldSelector", field_selector, "continue", cont, NULL)) < 0) {
+			errbuf_set(e, r, "listing %s: the continue token does not fit a path", resource);
+			break;
+		}
+		r = kube_request(c, "GET", path, NULL, NULL, &ans, NULL, e);
+		free(path);
+		if (r < 0)
+			break;
+		if ((r = jsonx_array(ans, "", "items", 0, &items, &n, e)) < 0) {
+			errbuf_prefix(e, r, "the %s list", resource);
+			json_object_put(ans);
+			break;
+		}
+		if ((r = fn(items, n, arg, e)) < 0) {
+			json_object_put(ans);
+			break;
+		}
+		if ((r = jsonx_object(ans, "", "metadata", 0, &md, e)) < 0 ||
+		    (r = jsonx_str(md, "metadata", "continue", 0, &next, NULL, e)) < 0) {
+			errbuf_prefix(e, r, "the %s list", resource);
+			json_object_put(ans);
+			break;
+		}
+		free(cont);
+		cont = next && *next ? xstrdup(next) : NULL;
+		json_object_put(ans);
+		if (cont == NULL)
+			break;
+	}
+	free(cont);
+	return r;
+}
+
+int
+kube_retry_on_conflict(struct stop *stop, const char *log_path, kube_attempt_fn fn,
+    void *arg, struct errbuf *e)
+{
+	struct backoff b;
+	int r;
+
 	backoff_init(&b, KUBE_CONFLICT_BASE_MS * NS_PER_MS, KUBE_CONFLICT_CAP_MS * NS_PER_MS,
 	    2.0, 0.1);
 	for (int try = 0;; try++) {
-		json_object *cur = NULL, *patch = NULL, *out = NULL;
-		const char *rv;
-		int t;
-
-		if ((r = kube_request(c, "GET", get_path, NULL, NULL, &cur, NULL, &le)) < 0)
-			break;
-		if ((rv = kube_rv(cur)) == NULL) {
-			json_object_put(cur);
-			r = errbuf_set(&le, ERR_INVALID, "GET %s: the answer has no "
-			    "metadata.resourceVersion", get_path);
-			break;
-		}
-		if (tested[0] != '\0' && strcmp(rv, tested) == 0) {
-			/* the bare 422 of a JSON patch, and the object did not
-			 * move: its validation refused the patch */
-			json_object_put(cur);
-			le = refused;
-			r = ERR_INVALID;
-			break;
-		}
-		tested[0] = '\0';
-		t = build(cur, &patch, arg, &le);
-		if (t == KUBE_PATCH_NOOP) {
-			json_object_put(patch);
-			if (ret)
-				*ret = cur;
-			else
-				json_object_put(cur);
-			r = 0;
-			break;
-		}
-		if (t < 0 || (t != KUBE_PATCH_MERGE && t != KUBE_PATCH_JSON) || patch == NULL) {
-			r = t < 0 ? t : errbuf_set(&le, ERR_INTERNAL,
-			    "PATCH %s: the patch builder returned %d without a patch", path, t);
-			json_object_put(patch);
-			json_object_put(cur);
-			break;
-		}
-		if (t == KUBE_PATCH_MERGE) {
-			r = kube_patch_merge(c, path, patch, rv, &out, NULL, &le);
-		} else {
-			long status = 0;
-			r = kube_patch_json_do(c, path, patch, rv, 0, &out, &status, &le);
-			if (r == ERR_INVALID && status == 422 && strlen(rv) < sizeof(tested)) {
-				/* a failed test or a refused patch: the
-				 * next read tells (kube_patch_test_check) */
-				memcpy(tested, rv, strlen(rv) + 1);
-				refused = le;
-				r = ERR_CONFLICT;
-			}
-		}
-		json_object_put(patch);
-		json_object_put(cur);
-		if (r == 0) {
-			if (ret)
-				*ret = out;
-			else
-				json_object_put(out);
-			break;
-		}
+		r = fn(try, arg, e);
 		if (r != ERR_CONFLICT || try >= KUBE_CONFLICT_RETRIES)
 			break;
-		char attempt[16];
-		snprintf(attempt, sizeof(attempt), "%d", try + 1);
-		log_info(2, "Object changed before the write, re-reading it", "path", path,
-		    "attempt", attempt, "err", le.msg, NULL);
-		if (stop_sleep(c->stop, backoff_next(&b)))
+		if (log_path != NULL) {
+			char attempt[16];
+			snprintf(attempt, sizeof(attempt), "%d", try + 1);
+			log_info(2, "Object changed before the write, re-reading it", "path",
+			    log_path, "attempt", attempt, "err", e->msg, NULL);
+		}
+		if (stop_sleep(stop, backoff_next(&b)))
 			break;
 	}
+	return r;
+}
+
+/* One kube_patch_retry: its arguments and what one try tells the next. */
+struct kube_patch_try {
+	struct kube_client *c;
+	const char *path, *get_path;
+	kube_patch_fn build;
+	void *arg;
+	json_object **ret;
+	char tested[KUBE_RV_MAX];   /* the version a 422'd JSON patch was tested at */
+	struct errbuf refused;      /* that 422's message */
+};
+
+/* kube_patch_attempt reads the object, builds the patch and sends it. */
+static int
+kube_patch_attempt(int attempt, void *arg, struct errbuf *le)
+{
+	struct kube_patch_try *p = arg;
+	json_object *cur = NULL, *patch = NULL, *out = NULL;
+	const char *rv;
+	int r, t;
+
+	(void)attempt;
+	if ((r = kube_request(p->c, "GET", p->get_path, NULL, NULL, &cur, NULL, le)) < 0)
+		return r;
+	if ((rv = kube_rv(cur)) == NULL) {
+		json_object_put(cur);
+		return errbuf_set(le, ERR_INVALID, "GET %s: the answer has no "
+		    "metadata.resourceVersion", p->get_path);
+	}
+	if (p->tested[0] != '\0' && strcmp(rv, p->tested) == 0) {
+		/* the bare 422 of a JSON patch, and the object did not move:
+		 * its validation refused the patch */
+		json_object_put(cur);
+		*le = p->refused;
+		return ERR_INVALID;
+	}
+	p->tested[0] = '\0';
+	t = p->build(cur, &patch, p->arg, le);
+	if (t == KUBE_PATCH_NOOP) {
+		json_object_put(patch);
+		if (p->ret)
+			*p->ret = cur;
+		else
+			json_object_put(cur);
+		return 0;
+	}
+	if (t < 0 || (t != KUBE_PATCH_MERGE && t != KUBE_PATCH_JSON) || patch == NULL) {
+		r = t < 0 ? t : errbuf_set(le, ERR_INTERNAL,
+		    "PATCH %s: the patch builder returned %d without a patch", p->path, t);
+		json_object_put(patch);
+		json_object_put(cur);
+		return r;
+	}
+	if (t == KUBE_PATCH_MERGE) {
+		r = kube_patch_merge(p->c, p->path, patch, rv, &out, NULL, le);
+	} else {
+		long status = 0;
+		r = kube_patch_json_do(p->c, p->path, patch, rv, 0, &out, &status, le);
+		if (r == ERR_INVALID && status == 422 && strlen(rv) < sizeof(p->tested)) {
+			/* a failed test or a refused patch: the next read
+			 * tells (kube_patch_test_check) */
+			memcpy(p->tested, rv, strlen(rv) + 1);
+			p->refused = *le;
+			r = ERR_CONFLICT;
+		}
+	}
+	json_object_put(patch);
+	json_object_put(cur);
+	if (r == 0) {
+		if (p->ret)
+			*p->ret = out;
+		else
+			json_object_put(out);
+	}
+	return r;
+}
+
+int
+kube_patch_retry(struct kube_client *c, const char *path, kube_patch_fn build,
+    void *arg, json_object **ret, struct errbuf *e)
+{
+	struct errbuf le = { "" };
+	/* the object is read where it is written: GET works on /status too */
+	char *get_path = xstrndup(path, strcspn(path, "?"));
+	struct kube_patch_try p = {
+		.c = c, .path = path, .get_path = get_path, .build = build, .arg = arg,
+		.ret = ret,
+	};
+	int r = kube_retry_on_conflict(c->stop, path, kube_patch_attempt, &p, &le);
+
 	free(get_path);
 	if (r < 0)
 		errbuf_set(e, r, "%s", le.msg);

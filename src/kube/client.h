@@ -113,6 +113,13 @@ void kube_client_set_deadline(struct kube_client *c, int64_t deadline_ns);
  * lease_is_leader itself. NULL: none. */
 void kube_client_set_write_gate(struct kube_client *c, kube_write_gate gate, void *arg);
 
+/* kube_client_new is kube_client_init, set_stop and set_write_gate (gate
+ * may be NULL) on a client of its own: a controller worker's. Free it with
+ * kube_client_free (NULL is fine). */
+struct kube_client *kube_client_new(struct kubeconfig *kc, const char *user_agent,
+    struct stop *stop, kube_write_gate gate, void *gate_arg);
+void kube_client_free(struct kube_client *c);
+
 /* kube_client_set_retries sets how many times a request is retried (0: never)
  * and the backoff between retries (base_ms, cap_ms; 0 keeps the default). */
 void kube_client_set_retries(struct kube_client *c, int max_retries,
@@ -191,6 +198,35 @@ enum kube_patch_type {
 	KUBE_PATCH_MERGE = 1, /* *ret_patch is a merge patch object */
 	KUBE_PATCH_JSON = 2,  /* *ret_patch is an array of JSON patch operations */
 };
+
+/* kube_attempt_fn is one try of a read-modify-write (attempt counts from
+ * 0): read the object afresh, apply the change, write it behind the version
+ * read. ERR_CONFLICT asks for another try. */
+typedef int (*kube_attempt_fn)(int attempt, void *arg, struct errbuf *e);
+
+/* kube_retry_on_conflict is client-go's RetryOnConflict with DefaultRetry:
+ * it calls fn until fn returns anything but ERR_CONFLICT, at most
+ * 1 + KUBE_CONFLICT_RETRIES times, pausing KUBE_CONFLICT_BASE_MS doubling
+ * to KUBE_CONFLICT_CAP_MS (10% jitter) between tries; a stop during a
+ * pause ends it with the last answer. With log_path, each re-read is
+ * logged at -v=2 with fn's message. Returns fn's last answer. */
+int kube_retry_on_conflict(struct stop *stop, const char *log_path, kube_attempt_fn fn,
+    void *arg, struct errbuf *e);
+
+/* kube_list_fn gets one page of a list: its items (borrowed; n of them).
+ * A negative answer ends the listing with it. */
+typedef int (*kube_list_fn)(json_object *items, size_t n, void *arg, struct errbuf *e);
+
+/* kube_list_pages GETs every page of a list, client-go's ListPager: api,
+ * ns (NULL: every namespace), resource, an optional field selector, limit
+ * items a page, following metadata.continue until it is empty, at most
+ * max_pages pages (0: no bound; more is ERR_TOO_LARGE). Each page's items
+ * go to fn before its continue token is read. Returns 0, the request's
+ * error, ERR_INVALID for an answer that is not a list (e names the
+ * resource), or fn's. */
+int kube_list_pages(struct kube_client *c, const char *api, const char *ns,
+    const char *resource, const char *field_selector, const char *limit, int max_pages,
+    kube_list_fn fn, void *arg, struct errbuf *e);
 
 /* kube_patch_fn builds the patch that brings cur (the object as the server
  * has it now; borrowed) where the caller wants it. Returns a kube_patch_type,

@@ -11,11 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "clock.h"
 #include "harness.h"
 #include "log.h"
 #include "kube/client.h"
 #include "kube/flowcontrol.h"
 #include "metrics.h"
+#include "stop.h"
 
 static double
 now_s(void)
@@ -1309,6 +1311,136 @@ TEST(bare_422_to_a_json_patch_is_told_apart_by_one_read)
 	free(v1);
 	free(v2);
 	free(nf);
+}
+
+/* --- the list pager and the conflict retry ---------------------------------- */
+
+struct pages_seen {
+	int pages;
+	size_t items;
+	int fail_at;      /* the page fn fails on (1-based; 0: never) */
+};
+
+static int
+pages_fn(json_object *items, size_t n, void *arg, struct errbuf *e)
+{
+	struct pages_seen *p = arg;
+
+	(void)items;
+	p->pages++;
+	p->items += n;
+	if (p->fail_at == p->pages)
+		return errbuf_set(e, ERR_CANCELED, "enough");
+	return 0;
+}
+
+TEST(list_pager_follows_continue)
+{
+	char *p1 = ok_reply("{\"items\":[{},{}],\"metadata\":{\"continue\":\"tok/1\"}}");
+	char *p2 = ok_reply("{\"items\":[{}],\"metadata\":{\"continue\":\"\"}}");
+	char *bad = ok_reply("{\"items\":{}}");
+	struct fixture f;
+	struct errbuf e = { "" };
+
+	{
+		const char *replies[] = { p1, p2 };
+		struct pages_seen ps = { 0 };
+		CHECK(fixture_start(&f, 2, replies) == 0);
+		int r = kube_list_pages(&f.c, "/api/v1", NULL, "nodes", "a=b", "2", 0, pages_fn,
+		    &ps, &e);
+		fixture_stop(&f);
+		CHECK(r == 0);
+		CHECK(ps.pages == 2 && ps.items == 3);
+		CHECK(strncmp(f.s.req[0], "GET /api/v1/nodes?limit=2&fieldSelector=a%3Db HTTP", 50) == 0);
+		CHECK(strncmp(f.s.req[1], "GET /api/v1/nodes?limit=2&fieldSelector=a%3Db"
+		    "&continue=tok%2F1 HTTP", 67) == 0);
+	}
+	{
+		/* a bound on the pages */
+		const char *replies[] = { p1 };
+		struct pages_seen ps = { 0 };
+		CHECK(fixture_start(&f, 1, replies) == 0);
+		int r = kube_list_pages(&f.c, "/api/v1", NULL, "nodes", NULL, "2", 1, pages_fn,
+		    &ps, &e);
+		fixture_stop(&f);
+		CHECK(r == ERR_TOO_LARGE);
+		CHECK_CONTAINS(e.msg, "more than 1 pages");
+		CHECK(ps.pages == 1);
+	}
+	{
+		/* the page fn ends it */
+		const char *replies[] = { p1 };
+		struct pages_seen ps = { .fail_at = 1 };
+		CHECK(fixture_start(&f, 1, replies) == 0);
+		int r = kube_list_pages(&f.c, "/api/v1", NULL, "nodes", NULL, "2", 0, pages_fn,
+		    &ps, &e);
+		fixture_stop(&f);
+		CHECK(r == ERR_CANCELED);
+		CHECK(f.s.served == 1);
+	}
+	{
+		/* not a list */
+		const char *replies[] = { bad };
+		struct pages_seen ps = { 0 };
+		CHECK(fixture_start(&f, 1, replies) == 0);
+		int r = kube_list_pages(&f.c, "/api/v1", NULL, "nodes", NULL, "2", 0, pages_fn,
+		    &ps, &e);
+		fixture_stop(&f);
+		CHECK(r == ERR_INVALID);
+		CHECK_CONTAINS(e.msg, "the nodes list");
+		CHECK(ps.pages == 0);
+	}
+	free(p1);
+	free(p2);
+	free(bad);
+}
+
+struct conflicts {
+	int calls, conflicts_left, last_attempt;
+};
+
+static int
+conflicts_fn(int attempt, void *arg, struct errbuf *e)
+{
+	struct conflicts *k = arg;
+
+	k->calls++;
+	k->last_attempt = attempt;
+	if (k->conflicts_left > 0) {
+		k->conflicts_left--;
+		return errbuf_set(e, ERR_CONFLICT, "changed");
+	}
+	return 0;
+}
+
+TEST(retry_on_conflict_is_bounded)
+{
+	struct stop s;
+	struct errbuf e = { "" };
+	int64_t t0;
+
+	stop_init(&s);
+	{
+		struct conflicts k = { .conflicts_left = 2 };
+		t0 = clock_mono_ns();
+		CHECK(kube_retry_on_conflict(&s, "/x", conflicts_fn, &k, &e) == 0);
+		CHECK(k.calls == 3 && k.last_attempt == 2);
+		/* DefaultRetry: 10 ms then 20 ms, less 10% jitter at most */
+		CHECK(clock_mono_ns() - t0 >= 27 * NS_PER_MS);
+	}
+	{
+		struct conflicts k = { .conflicts_left = 100 };
+		CHECK(kube_retry_on_conflict(&s, NULL, conflicts_fn, &k, &e) == ERR_CONFLICT);
+		CHECK(k.calls == KUBE_CONFLICT_RETRIES + 1);
+	}
+	{
+		/* a stop ends the pauses with the last answer */
+		struct conflicts k = { .conflicts_left = 100 };
+		stop_request(&s);
+		CHECK(kube_retry_on_conflict(&s, NULL, conflicts_fn, &k, &e) == ERR_CONFLICT);
+		CHECK(k.calls == 1);
+	}
+	stop_destroy(&s);
 }
 
 TEST_MAIN()

@@ -54,9 +54,9 @@ put_node(const struct kube_node *n)
 }
 
 static const char *const served_names[] = { "example.com/lb", "other.io/x" };
-static const struct servicectl_classes plain = { NULL, 0, 0 };
-static const struct servicectl_classes classes = { served_names, 2, 0 };
-static const struct servicectl_classes classes_only = { served_names, 2, 1 };
+static const struct serviceview_classes plain = { NULL, 0, 0 };
+static const struct serviceview_classes classes = { served_names, 2, 0 };
+static const struct serviceview_classes classes_only = { served_names, 2, 1 };
 
 #define META "\"metadata\":{\"namespace\":\"ns\",\"name\":\"web\",\"uid\":\"u1\"," \
 	"\"resourceVersion\":\"7\""
@@ -80,8 +80,8 @@ TEST(wants_by_type_and_class)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		snprintf(buf, sizeof(buf), "{" META "},\"spec\":%s}", rows[i].spec);
 		const struct kube_service *s = svc(buf);
-		int a = servicectl_wants(&plain, s), b = servicectl_wants(&classes, s);
-		int c = servicectl_wants(&classes_only, s);
+		int a = serviceview_wants(&plain, s), b = serviceview_wants(&classes, s);
+		int c = serviceview_wants(&classes_only, s);
 		put_svc(s);
 		if (a != rows[i].plain || b != rows[i].classes || c != rows[i].only)
 			fprintf(stderr, "  row %zu: %s: %d %d %d\n", i, rows[i].spec, a, b, c);
@@ -116,7 +116,7 @@ TEST(needs_cleanup_only_with_the_finalizer)
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		snprintf(buf, sizeof(buf), "{" META "%s},\"spec\":%s}", rows[i].meta, rows[i].spec);
 		const struct kube_service *s = svc(buf);
-		int got = servicectl_needs_cleanup(&plain, s);
+		int got = serviceview_needs_cleanup(&plain, s);
 		put_svc(s);
 		CHECK(got == rows[i].want);
 	}
@@ -216,8 +216,8 @@ TEST(needs_update_is_upstreams_field_list)
 		/* a later duplicate key wins in json-c, like a real change */
 		const struct kube_service *s = variant(rows[i].meta, rows[i].ann, rows[i].ports,
 		    rows[i].spec, rows[i].status);
-		const char *got = servicectl_needs_update(&plain, base, s);
-		const char *back = servicectl_needs_update(&plain, s, base);
+		const char *got = serviceview_needs_update(&plain, base, s);
+		const char *back = serviceview_needs_update(&plain, s, base);
 		put_svc(s);
 		if (!(got == NULL ? rows[i].want == NULL :
 		    rows[i].want != NULL && strcmp(got, rows[i].want) == 0))
@@ -244,11 +244,11 @@ TEST(needs_update_ignores_services_it_does_not_serve)
 	const struct kube_service *c2 = svc("{" META "},\"spec\":{\"type\":\"LoadBalancer\","
 	    "\"loadBalancerClass\":\"example.com/lb\",\"ports\":[{\"port\":81}]}}");
 
-	CHECK(servicectl_needs_update(&plain, a, b) == NULL);
-	CHECK(servicectl_needs_update(&classes, f1, f2) == NULL);
+	CHECK(serviceview_needs_update(&plain, a, b) == NULL);
+	CHECK(serviceview_needs_update(&classes, f1, f2) == NULL);
 	/* a served class is compared like a class-less Service upstream */
-	CHECK(servicectl_needs_update(&plain, c1, c2) == NULL);
-	CHECK_STR(servicectl_needs_update(&classes, c1, c2), "ports");
+	CHECK(serviceview_needs_update(&plain, c1, c2) == NULL);
+	CHECK_STR(serviceview_needs_update(&classes, c1, c2), "ports");
 	put_svc(a);
 	put_svc(b);
 	put_svc(f1);
@@ -290,15 +290,15 @@ TEST(stable_node_set_predicates)
 
 	for (i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct kube_node *n = node(rows[i].json);
-		int got = servicectl_node_included(n);
+		int got = serviceview_node_included(n);
 		put_node(n);
 		CHECK(got == rows[i].included);
 	}
 	for (i = 0; i < sizeof(labels) / sizeof(labels[0]); i++) {
-		snprintf(buf, sizeof(buf), NODE(",\"labels\":{\"" SERVICECTL_LABEL_EXCLUDE
+		snprintf(buf, sizeof(buf), NODE(",\"labels\":{\"" SERVICEVIEW_LABEL_EXCLUDE
 		    "\":\"%s\"}"), labels[i].value);
 		const struct kube_node *n = node(buf);
-		int got = servicectl_node_included(n), ex = servicectl_node_label_excludes(n);
+		int got = serviceview_node_included(n), ex = serviceview_node_label_excludes(n);
 		put_node(n);
 		if (got != labels[i].included)
 			fprintf(stderr, "  label value \"%s\": included %d\n", labels[i].value, got);
@@ -312,12 +312,12 @@ TEST(node_updates_that_matter_are_upstreams)
 		const char *old, *new_;
 		int matters, labels;
 	} rows[] = {
-		{ NODE(""), NODE(",\"labels\":{\"" SERVICECTL_LABEL_EXCLUDE "\":\"\"}"), 1, 1 },
-		{ NODE(",\"labels\":{\"" SERVICECTL_LABEL_EXCLUDE "\":\"true\"}"),
-		  NODE(",\"labels\":{\"" SERVICECTL_LABEL_EXCLUDE "\":\"false\"}"), 1, 1 },
+		{ NODE(""), NODE(",\"labels\":{\"" SERVICEVIEW_LABEL_EXCLUDE "\":\"\"}"), 1, 1 },
+		{ NODE(",\"labels\":{\"" SERVICEVIEW_LABEL_EXCLUDE "\":\"true\"}"),
+		  NODE(",\"labels\":{\"" SERVICEVIEW_LABEL_EXCLUDE "\":\"false\"}"), 1, 1 },
 		/* both exclude: no change of the verdict */
-		{ NODE(",\"labels\":{\"" SERVICECTL_LABEL_EXCLUDE "\":\"true\"}"),
-		  NODE(",\"labels\":{\"" SERVICECTL_LABEL_EXCLUDE "\":\"yes\"}"), 0, 1 },
+		{ NODE(",\"labels\":{\"" SERVICEVIEW_LABEL_EXCLUDE "\":\"true\"}"),
+		  NODE(",\"labels\":{\"" SERVICEVIEW_LABEL_EXCLUDE "\":\"yes\"}"), 0, 1 },
 		{ NODE(",\"labels\":{\"a\":\"1\"}"), NODE(",\"labels\":{\"a\":\"2\"}"), 0, 1 },
 		{ NODE(",\"labels\":{\"a\":\"1\",\"b\":\"2\"}"),
 		  NODE(",\"labels\":{\"b\":\"2\",\"a\":\"1\"}"), 0, 0 },
@@ -333,8 +333,8 @@ TEST(node_updates_that_matter_are_upstreams)
 
 	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
 		const struct kube_node *a = node(rows[i].old), *b = node(rows[i].new_);
-		int m = servicectl_node_update_matters(a, b), l = servicectl_node_labels_changed(a, b);
-		int m2 = servicectl_node_update_matters(b, a);
+		int m = serviceview_node_update_matters(a, b), l = serviceview_node_labels_changed(a, b);
+		int m2 = serviceview_node_update_matters(b, a);
 		put_node(a);
 		put_node(b);
 		CHECK(m == rows[i].matters && m2 == rows[i].matters && l == rows[i].labels);
@@ -353,26 +353,26 @@ TEST(backend_sets_compare_by_name_and_provider_id)
 	    "{\"x\":\"y\"}},\"spec\":{\"providerID\":\"p://b\"},\"status\":{\"conditions\":"
 	    "[{\"type\":\"Ready\",\"status\":\"True\"}]}}");
 	const struct kube_node *cx = node("{\"metadata\":{\"name\":\"c\",\"labels\":{\""
-	    SERVICECTL_LABEL_EXCLUDE "\":\"true\"}}}");
+	    SERVICEVIEW_LABEL_EXCLUDE "\":\"true\"}}}");
 	const struct kube_node *ab[] = { a, b }, *ba[] = { b, a }, *ab2[] = { a, b2 };
 	const struct kube_node *abr[] = { a, bready }, *abc[] = { a, b, cx }, *only_a[] = { a };
 	struct labelsel sel;
 	struct errbuf e;
 
-	CHECK(servicectl_backends_digest(ab, 2, NULL) == servicectl_backends_digest(ba, 2, NULL));
-	CHECK(servicectl_backends_digest(ab, 2, NULL) != servicectl_backends_digest(ab2, 2, NULL));
-	CHECK(servicectl_backends_digest(ab, 2, NULL) != servicectl_backends_digest(only_a, 1,
+	CHECK(serviceview_nodes_digest(ab, 2, NULL) == serviceview_nodes_digest(ba, 2, NULL));
+	CHECK(serviceview_nodes_digest(ab, 2, NULL) != serviceview_nodes_digest(ab2, 2, NULL));
+	CHECK(serviceview_nodes_digest(ab, 2, NULL) != serviceview_nodes_digest(only_a, 1,
 	    NULL));
-	CHECK(servicectl_backends_digest(only_a, 1, NULL) != servicectl_backends_digest(NULL, 0,
+	CHECK(serviceview_nodes_digest(only_a, 1, NULL) != serviceview_nodes_digest(NULL, 0,
 	    NULL));
 	/* other fields of a Node do not count; an excluded Node is not a backend */
-	CHECK(servicectl_backends_digest(ab, 2, NULL) == servicectl_backends_digest(abr, 2, NULL));
-	CHECK(servicectl_backends_digest(ab, 2, NULL) == servicectl_backends_digest(abc, 3, NULL));
+	CHECK(serviceview_nodes_digest(ab, 2, NULL) == serviceview_nodes_digest(abr, 2, NULL));
+	CHECK(serviceview_nodes_digest(ab, 2, NULL) == serviceview_nodes_digest(abc, 3, NULL));
 	/* with a node selector: only the matching Nodes */
 	CHECK(labelsel_parse("pool=gpu", &sel, &e) == 0);
-	CHECK(servicectl_backends_digest(ab, 2, &sel) == servicectl_backends_digest(only_a, 1,
+	CHECK(serviceview_nodes_digest(ab, 2, &sel) == serviceview_nodes_digest(only_a, 1,
 	    NULL));
-	CHECK(servicectl_node_matches(&sel, a) && !servicectl_node_matches(&sel, b));
+	CHECK(serviceview_node_matches(&sel, a) && !serviceview_node_matches(&sel, b));
 	labelsel_free(&sel);
 	put_node(a);
 	put_node(b);
@@ -404,17 +404,17 @@ TEST(status_compares_in_order_with_vip_by_default)
 	struct cloud_lb_status st = status1("192.0.2.1", "", ""), empty;
 
 	memset(&empty, 0, sizeof(empty));
-	CHECK(servicectl_status_equal(s, &st));
+	CHECK(serviceview_status_equal(s, &st));
 	st = status1("192.0.2.1", "", "VIP");
-	CHECK(servicectl_status_equal(s, &st));
+	CHECK(serviceview_status_equal(s, &st));
 	st = status1("192.0.2.1", "", "Proxy");
-	CHECK(!servicectl_status_equal(s, &st));
+	CHECK(!serviceview_status_equal(s, &st));
 	st = status1("192.0.2.2", "", "");
-	CHECK(!servicectl_status_equal(s, &st));
-	CHECK(!servicectl_status_equal(s, &empty));
-	CHECK(servicectl_status_equal(none, &empty));
+	CHECK(!serviceview_status_equal(s, &st));
+	CHECK(!serviceview_status_equal(s, &empty));
+	CHECK(serviceview_status_equal(none, &empty));
 	st = status1("", "lb.example.com", "");
-	CHECK(servicectl_status_equal(host, &st));
+	CHECK(serviceview_status_equal(host, &st));
 	put_svc(s);
 	put_svc(none);
 	put_svc(host);
@@ -486,31 +486,31 @@ TEST(patches)
 	    "\"annotations\":{\"kube-vip.io/loadbalancerIPs\":\"192.0.2.1\",\"x.io/y\":\"z\"}},"
 	    "\"spec\":{\"type\":\"LoadBalancer\"}}");
 	const struct kube_service *mine = svc("{" META ",\"finalizers\":[\""
-	    SERVICECTL_FINALIZER "\"]},\"spec\":{\"type\":\"LoadBalancer\"}}");
+	    SERVICEVIEW_FINALIZER "\"]},\"spec\":{\"type\":\"LoadBalancer\"}}");
 	struct cloud_lb_result *r = calloc(1, sizeof(*r));
 	struct cloud_lb_status st;
 	json_object *p;
 
 	memset(&st, 0, sizeof(st));
-	p = servicectl_status_patch(&st);
+	p = serviceview_status_patch(&st);
 	CHECK(json_is(p, "{\"status\":{\"loadBalancer\":{\"ingress\":null}}}"));
 	json_object_put(p);
 	st = status1("192.0.2.1", "", "");
 	st.n_ingress = 2;
 	snprintf(st.ingress[1].hostname, sizeof(st.ingress[1].hostname), "lb.example.com");
-	p = servicectl_status_patch(&st);
+	p = serviceview_status_patch(&st);
 	CHECK(json_is(p, "{\"status\":{\"loadBalancer\":{\"ingress\":[{\"ip\":\"192.0.2.1\","
 	    "\"ipMode\":\"VIP\"},{\"hostname\":\"lb.example.com\"}]}}}"));
 	json_object_put(p);
 
 	/* the finalizer joins the others; nothing to do is NULL */
-	p = servicectl_meta_patch(s, 1, NULL);
+	p = serviceview_meta_patch(s, 1, NULL);
 	CHECK(json_is(p, "{\"metadata\":{\"finalizers\":[\"a.io/keep\",\""
-	    SERVICECTL_FINALIZER "\"]}}"));
+	    SERVICEVIEW_FINALIZER "\"]}}"));
 	json_object_put(p);
-	CHECK(servicectl_meta_patch(s, -1, NULL) == NULL);
-	CHECK(servicectl_meta_patch(mine, 1, NULL) == NULL);
-	p = servicectl_meta_patch(mine, -1, NULL);
+	CHECK(serviceview_meta_patch(s, -1, NULL) == NULL);
+	CHECK(serviceview_meta_patch(mine, 1, NULL) == NULL);
+	p = serviceview_meta_patch(mine, -1, NULL);
 	CHECK(json_is(p, "{\"metadata\":{\"finalizers\":null}}"));
 	json_object_put(p);
 
@@ -522,25 +522,25 @@ TEST(patches)
 	r->annotations[1].remove = 1;
 	snprintf(r->annotations[2].key, sizeof(r->annotations[2].key), "gone.io/g");
 	r->annotations[2].remove = 1;
-	p = servicectl_meta_patch(s, 0, r);
+	p = serviceview_meta_patch(s, 0, r);
 	CHECK(json_is(p, "{\"metadata\":{\"annotations\":{\"x.io/y\":null}}}"));
 	json_object_put(p);
 	snprintf(r->annotations[0].value, sizeof(r->annotations[0].value), "192.0.2.2");
 	r->annotations[1].remove = 0;
 	snprintf(r->annotations[1].value, sizeof(r->annotations[1].value), "z");
-	p = servicectl_meta_patch(s, 0, r);
+	p = serviceview_meta_patch(s, 0, r);
 	CHECK(json_is(p, "{\"metadata\":{\"annotations\":{\"kube-vip.io/loadbalancerIPs\":"
 	    "\"192.0.2.2\"}}}"));
 	json_object_put(p);
 	snprintf(r->annotations[0].value, sizeof(r->annotations[0].value), "192.0.2.1");
-	CHECK(servicectl_meta_patch(s, 0, r) == NULL);
+	CHECK(serviceview_meta_patch(s, 0, r) == NULL);
 	/* cleanup: the finalizer and the provider's annotations in one patch */
 	put_svc(mine);
-	mine = svc("{" META ",\"finalizers\":[\"" SERVICECTL_FINALIZER "\"],\"annotations\":"
+	mine = svc("{" META ",\"finalizers\":[\"" SERVICEVIEW_FINALIZER "\"],\"annotations\":"
 	    "{\"kube-vip.io/loadbalancerIPs\":\"192.0.2.1\"}},\"spec\":{\"type\":\"ClusterIP\"}}");
 	r->n_annotations = 1;
 	r->annotations[0].remove = 1;
-	p = servicectl_meta_patch(mine, -1, r);
+	p = serviceview_meta_patch(mine, -1, r);
 	CHECK(json_is(p, "{\"metadata\":{\"finalizers\":null,\"annotations\":"
 	    "{\"kube-vip.io/loadbalancerIPs\":null}}}"));
 	json_object_put(p);
