@@ -595,7 +595,7 @@ hcclient_once(struct hcclient *c, const char *method, const char *path, const ch
 	hcbucket_answer(&c->bucket, clock_mono_ns(), clock_real_ns() / NS_PER_S, resp.status,
 	    hcclient_header_num(resp.captured[0]), hcclient_header_num(resp.captured[1]),
 	    hcclient_header_num(resp.captured[2]));
-	metric_set(hcclient_m_remaining, c->bucket.tokens);
+	metric_set(hcclient_m_remaining, c->bucket.tb.tokens);
 	pthread_mutex_unlock(&c->bucket_mu);
 	if (ans != NULL)
 		ans->status = resp.status;

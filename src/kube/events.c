@@ -16,6 +16,7 @@
 #include "metrics.h"
 #include "rfc3339.h"
 #include "stop.h"
+#include "tokenbucket.h"
 #include "uuid.h"
 #include "xalloc.h"
 
@@ -46,9 +47,7 @@ struct events_entry {
 			char *name;
 			char *rv;
 		} log;
-		struct {
-			double tokens;
-		} spam;
+		struct tokenbucket spam;
 	} u;
 };
 
@@ -464,18 +463,10 @@ events_correlate(struct events_correlator *c, struct events_event *ev)
 	uint64_t sk = events_key(c, skey, sizeof(skey) / sizeof(skey[0]));
 	if ((en = events_cache_get(&c->spam, sk)) == NULL) {
 		en = events_cache_add(&c->spam, sk);
-		en->u.spam.tokens = EVENTS_SPAM_BURST;
-		en->last_ns = now;
+		tokenbucket_init(&en->u.spam, 1.0 / EVENTS_SPAM_REFILL_S, EVENTS_SPAM_BURST, now);
 	}
-	if (now > en->last_ns) {
-		en->u.spam.tokens += (double)(now - en->last_ns) / 1e9 / EVENTS_SPAM_REFILL_S;
-		if (en->u.spam.tokens > EVENTS_SPAM_BURST)
-			en->u.spam.tokens = EVENTS_SPAM_BURST;
-		en->last_ns = now;
-	}
-	if (en->u.spam.tokens < 1)
+	if (tokenbucket_take(&en->u.spam, 1, now) > 0)
 		return EVENTS_SKIP;
-	en->u.spam.tokens -= 1;
 	return v;
 }
 
