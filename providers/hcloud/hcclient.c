@@ -19,6 +19,7 @@
 #include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
+#include "numparse.h"
 #include "readfile.h"
 #include "xalloc.h"
 
@@ -485,14 +486,9 @@ hcclient_http_put(struct hcclient *c, struct http_client *h)
 static int64_t
 hcclient_header_num(const char *v)
 {
-	char *end;
-	long long n;
+	int64_t n;
 
-	if (v == NULL || *v == '\0')
-		return -1;
-	errno = 0;
-	n = strtoll(v, &end, 10);
-	if (errno != 0 || *end != '\0' || n < 0)
+	if (numparse(v, 0, 0, INT64_MAX, &n, NULL) < 0)
 		return -1;
 	return n;
 }
