@@ -169,17 +169,11 @@ hclbspec_dup(const struct cloud_service *svc, const char *name, char **ret, stru
 	return 0;
 }
 
-/* hclbspec_dns_name checks a DNS name (a subdomain, as a label key's
- * prefix must be: labelsel's rule). */
+/* hclbspec_dns_name checks a DNS name (a DNS-1123 subdomain). */
 static int
 hclbspec_dns_name(const char *s)
 {
-	char key[CLOUD_ADDR_MAX + 4];
-
-	if (*s == '\0' || strlen(s) >= CLOUD_ADDR_MAX)
-		return 0;
-	snprintf(key, sizeof(key), "%s/x", s);
-	return labelsel_key_ok(key);
+	return strlen(s) < CLOUD_ADDR_MAX && labelsel_dns_subdomain_ok(s);
 }
 
 static const char *const hclbspec_protocols[] = { "tcp", "http", "https", NULL };
