@@ -21,6 +21,7 @@
 #include "metrics.h"
 #include "numparse.h"
 #include "readfile.h"
+#include "urlesc.h"
 #include "xalloc.h"
 
 #define HCCLIENT_PATH_MAX 256         /* bytes of a request path in messages */
@@ -438,18 +439,7 @@ hcclient_error_map(long status, const char *code)
 int
 hcclient_escape(struct dynbuf *b, const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	int r = 0;
-
-	for (; *s && r == 0; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~')
-			r = dynbuf_add(b, s, 1);
-		else
-			r = dynbuf_addf(b, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
-	}
-	return r;
+	return urlesc(b, s, URLESC_UNRESERVED);
 }
 
 static struct http_client *
