@@ -10,23 +10,25 @@
 #include <string.h>
 
 #include "clock.h"
+#include "hmap.h"
 #include "tokenbucket.h"
 #include "uuid.h"
 #include "xalloc.h"
 
 #define EVENTS_KEY_MAX 4096          /* bytes: a correlation key before hashing */
 #define EVENTS_COMBINED_PREFIX "(combined from similar events): "
+#define EVENTS_HEX_KEY 17            /* a 64-bit key in hex, with the NUL */
 
 /* --- correlation caches --------------------------------------------------------
  * Keys are SipHash-2-4 values of the client-go key strings under a random
  * key: 8 bytes an entry instead of the strings (a message may be 1 KiB), and
- * nobody who cannot read the process's memory can make two keys collide. */
+ * nobody who cannot read the process's memory can make two keys collide.
+ * Each cache is an hmap of the keys in hex and a list, most recent first. */
 
 enum events_cache_kind { EVENTS_CACHE_AGG, EVENTS_CACHE_LOG, EVENTS_CACHE_SPAM };
 
 struct events_entry {
-	uint64_t key;
-	struct events_entry *hnext;           /* bucket chain */
+	char key[EVENTS_HEX_KEY];              /* the hmap's key: the hash in hex */
 	struct events_entry *prev, *next;     /* LRU list, most recent first */
 	int64_t last_ns;                      /* last occurrence seen */
 	union {
@@ -46,9 +48,8 @@ struct events_entry {
 
 struct events_cache {
 	enum events_cache_kind kind;
-	struct events_entry *buckets[EVENTS_CACHE_MAX];
+	struct hmap map;                      /* key -> entry (borrows entry->key) */
 	struct events_entry lru;              /* sentinel */
-	size_t n;
 };
 
 struct events_correlator {
@@ -124,10 +125,9 @@ events_key(const struct events_correlator *c, const char *const *parts, size_t n
 static void
 events_cache_init(struct events_cache *c, enum events_cache_kind kind)
 {
-	memset(c->buckets, 0, sizeof(c->buckets));
+	hmap_init(&c->map, 0);
 	c->kind = kind;
 	c->lru.next = c->lru.prev = &c->lru;
-	c->n = 0;
 }
 
 static void
@@ -160,27 +160,22 @@ events_lru_push(struct events_cache *c, struct events_entry *en)
 static struct events_entry *
 events_cache_get(struct events_cache *c, uint64_t key)
 {
+	char hex[EVENTS_HEX_KEY];
 	struct events_entry *en;
 
-	for (en = c->buckets[key % EVENTS_CACHE_MAX]; en; en = en->hnext)
-		if (en->key == key) {
-			events_lru_unlink(en);
-			events_lru_push(c, en);
-			return en;
-		}
-	return NULL;
+	snprintf(hex, sizeof(hex), "%016" PRIx64, key);
+	if ((en = hmap_get(&c->map, hex)) != NULL) {
+		events_lru_unlink(en);
+		events_lru_push(c, en);
+	}
+	return en;
 }
 
 static void
 events_cache_remove(struct events_cache *c, struct events_entry *en)
 {
-	struct events_entry **pp = &c->buckets[en->key % EVENTS_CACHE_MAX];
-
-	while (*pp != en)
-		pp = &(*pp)->hnext;
-	*pp = en->hnext;
+	hmap_delete(&c->map, en->key);
 	events_lru_unlink(en);
-	c->n--;
 	events_entry_free(c, en);
 }
 
@@ -191,14 +186,12 @@ events_cache_add(struct events_cache *c, uint64_t key)
 {
 	struct events_entry *en;
 
-	if (c->n >= EVENTS_CACHE_MAX)
+	if (hmap_len(&c->map) >= EVENTS_CACHE_MAX)
 		events_cache_remove(c, c->lru.prev);
 	en = xcalloc(1, sizeof(*en));
-	en->key = key;
-	en->hnext = c->buckets[key % EVENTS_CACHE_MAX];
-	c->buckets[key % EVENTS_CACHE_MAX] = en;
+	snprintf(en->key, sizeof(en->key), "%016" PRIx64, key);
+	hmap_put(&c->map, en->key, en);
 	events_lru_push(c, en);
-	c->n++;
 	return en;
 }
 
@@ -207,6 +200,7 @@ events_cache_clear(struct events_cache *c)
 {
 	while (c->lru.next != &c->lru)
 		events_cache_remove(c, c->lru.next);
+	hmap_free(&c->map, NULL);
 }
 
 /* --- the correlator ------------------------------------------------------------------ */
