@@ -10,6 +10,7 @@
 #include "cloudconfig.h"
 #include "duration.h"
 #include "err.h"
+#include "numparse.h"
 #include "readfile.h"
 #include "xalloc.h"
 #include "yamltree.h"
@@ -51,16 +52,13 @@ cloudconfig_cstring(const struct ynode *n)
 static int
 cloudconfig_int(const char *s, long long min, long long max, long long *ret)
 {
-	char *end;
-	long long v;
+	int64_t v;
 
-	if (*s == '\0' || *s == ' ')
-		return ERR_INVALID;
-	errno = 0;
-	v = strtoll(s, &end, 10);
-	if (errno != 0 || *end != '\0')
-		return ERR_INVALID;
-	if ((min != 0 || max != 0) && (v < min || v > max))
+	if (min == 0 && max == 0) {
+		min = INT64_MIN;
+		max = INT64_MAX;
+	}
+	if (numparse(s, NUMPARSE_SIGN, min, max, &v, NULL) < 0)
 		return ERR_INVALID;
 	*ret = v;
 	return 0;

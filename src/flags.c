@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "duration.h"
+#include "numparse.h"
 #include "xalloc.h"
 
 int
@@ -61,10 +62,8 @@ flag_store(struct flag *f, const char *value, struct errbuf *e)
 		*(int *)f->ptr = r;
 		return 0;
 	case FLAG_INT: {
-		long v;
-		errno = 0;
-		v = strtol(value, &end, 0);
-		if (*value == '\0' || *end != '\0' || errno != 0 || v < INT_MIN || v > INT_MAX)
+		int64_t v;
+		if (numparse(value, NUMPARSE_SIGN | NUMPARSE_PREFIX, INT_MIN, INT_MAX, &v, NULL) < 0)
 			return errbuf_set(e, ERR_INVALID,
 			    "invalid argument \"%s\" for \"--%s\" flag: not an integer",
 			    value, f->name);

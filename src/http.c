@@ -13,6 +13,7 @@
 
 #include "clock.h"
 #include "dynbuf.h"
+#include "numparse.h"
 #include "stop.h"
 #include "tlsctx.h"
 #include "xalloc.h"
@@ -330,11 +331,9 @@ http_header_cb(char *line, size_t size, size_t nmemb, void *arg)
 		else
 			free(v);
 	} else if ((v = http_header_value(line, n, "Retry-After")) != NULL) {
-		char *end;
-		errno = 0;
-		long s = strtol(v, &end, 10);
-		if (*v && *end == '\0' && errno == 0 && s >= 0)
-			x->retry_after_s = s;
+		int64_t s;
+		if (numparse(v, 0, 0, LONG_MAX, &s, NULL) == 0)
+			x->retry_after_s = (long)s;
 		free(v);
 	}
 	return n;

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "err.h"
+#include "numparse.h"
 
 /* netaddr_v4_ok refuses what inet_pton might take but Go refuses: leading
  * zeros ("010.0.0.1"), and anything but four dot-separated decimal parts. */
@@ -174,8 +175,7 @@ netprefix_parse(const char *s, int strict, struct netprefix *ret)
 	char addr[NETADDR_TEXT_MAX];
 	const char *slash;
 	struct netprefix p;
-	char *end;
-	long bits;
+	int64_t bits;
 
 	if (s == NULL || (slash = strchr(s, '/')) == NULL ||
 	    (size_t)(slash - s) >= sizeof(addr))
@@ -186,8 +186,7 @@ netprefix_parse(const char *s, int strict, struct netprefix *ret)
 		return ERR_INVALID;
 	if (slash[1] < '0' || slash[1] > '9' || (slash[1] == '0' && slash[2] != '\0'))
 		return ERR_INVALID;
-	bits = strtol(slash + 1, &end, 10);
-	if (*end != '\0' || bits < 0 || bits > netaddr_bits(&p.addr))
+	if (numparse(slash + 1, 0, 0, netaddr_bits(&p.addr), &bits, NULL) < 0)
 		return ERR_INVALID;
 	p.bits = (int)bits;
 	if (netprefix_mask(&p.addr, p.bits) && strict)

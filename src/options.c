@@ -22,6 +22,7 @@
 #include "metadata/cmd.h"
 #include "metadata/metadata.h"
 #include "netaddr.h"
+#include "numparse.h"
 #include "servetls.h"
 #include "xalloc.h"
 
@@ -375,32 +376,16 @@ options_int32_list(const char *flag, const char *list, struct errbuf *e)
 	if (*p == '\0')
 		return 0;
 	for (;;) {
-		size_t len = strcspn(p, ","), skip = len > 0 && (*p == '-' || *p == '+');
-		char item[32], *end;
-		long long v = 0;
-		int base = 10, ok = len > skip && len < sizeof(item);
+		size_t len = strcspn(p, ",");
+		char item[32];
+		int64_t v;
+		int ok = len > 0 && len < sizeof(item);
 
 		if (ok) {
-			memcpy(item, p + skip, len - skip);
-			item[len - skip] = '\0';
-			if (item[0] == '0' && (item[1] == 'x' || item[1] == 'X'))
-				base = 16;
-			else if (item[0] == '0' && (item[1] == 'b' || item[1] == 'B'))
-				base = 2;
-			else if (item[0] == '0' && (item[1] == 'o' || item[1] == 'O'))
-				base = 8;
-			else if (item[0] == '0' && item[1] != '\0')
-				base = 8;
-			if (base != 10 && (item[1] == 'x' || item[1] == 'X' || item[1] == 'b' ||
-			    item[1] == 'B' || item[1] == 'o' || item[1] == 'O'))
-				memmove(item, item + 2, strlen(item + 2) + 1);
-			ok = item[0] != '\0' && item[0] != '-' && item[0] != '+';
-			if (ok) {
-				errno = 0;
-				v = strtoll(item, &end, base);
-				ok = *end == '\0' && errno == 0 &&
-				    v <= (*p == '-' ? 2147483648LL : 2147483647LL);
-			}
+			memcpy(item, p, len);
+			item[len] = '\0';
+			ok = numparse(item, NUMPARSE_SIGN | NUMPARSE_PREFIX, INT32_MIN, INT32_MAX,
+			    &v, NULL) == 0;
 		}
 		if (!ok)
 			return errbuf_set(e, ERR_INVALID, "--%s \"%s\": \"%.*s\" is not a 32-bit "

@@ -19,6 +19,7 @@
 #include <wolfssl/wolfcrypt/random.h>
 
 #include "log.h"
+#include "numparse.h"
 #include "readfile.h"
 #include "xalloc.h"
 
@@ -165,7 +166,7 @@ int
 servetls_curves(const char *flag, const char *list, char *ret, struct errbuf *e)
 {
 	const char *p = list ? list : "";
-	char item[32], *end;
+	char item[32];
 	unsigned long seen = 0;  /* bit i: servetls_groups[i] listed */
 	size_t out = 0;
 
@@ -175,7 +176,7 @@ servetls_curves(const char *flag, const char *list, char *ret, struct errbuf *e)
 		return 0;
 	for (;;) {
 		size_t len = strcspn(p, ","), i;
-		long v;
+		int64_t v;
 
 		if (len == 0 || len >= sizeof(item))
 			return errbuf_set(e, ERR_INVALID, "--%s \"%s\": \"%.*s\" is not a number",
@@ -183,10 +184,8 @@ servetls_curves(const char *flag, const char *list, char *ret, struct errbuf *e)
 		memcpy(item, p, len);
 		item[len] = '\0';
 		/* pflag's int32 slice: strconv.ParseInt(s, 0, 32) */
-		errno = 0;
-		v = strtol(item, &end, 0);
-		if (*end != '\0' || errno != 0 || !(item[0] == '-' || item[0] == '+' ||
-		    (item[0] >= '0' && item[0] <= '9')) || v < INT32_MIN || v > INT32_MAX)
+		if (numparse(item, NUMPARSE_SIGN | NUMPARSE_PREFIX, INT32_MIN, INT32_MAX, &v,
+		    NULL) < 0)
 			return errbuf_set(e, ERR_INVALID, "--%s \"%s\": \"%s\" is not a 32-bit "
 			    "number", flag, list, item);
 		if (v <= 0 || v > 65535)

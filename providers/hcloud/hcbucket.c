@@ -1,15 +1,12 @@
 /* hcbucket.c - the client-side model of the project's rate limit. */
 #include "hcbucket.h"
 
-#include "clock.h"
 
 void
 hcbucket_init(struct hcbucket *b, double limit, double rate, int64_t now_ns)
 {
-	b->limit = limit >= 1 ? limit : 1;
-	b->rate = rate > 0 ? rate : HCBUCKET_DEFAULT_RATE;
-	b->tokens = b->limit;
-	b->at_ns = now_ns;
+	limit = limit >= 1 ? limit : 1;
+	tokenbucket_init(&b->tb, rate > 0 ? rate : HCBUCKET_DEFAULT_RATE, limit, now_ns);
 	b->inflight = 0;
 	b->paced_ns = 0;
 	b->rate_learned = 0;
@@ -18,44 +15,25 @@ hcbucket_init(struct hcbucket *b, double limit, double rate, int64_t now_ns)
 double
 hcbucket_reserve(const struct hcbucket *b)
 {
-	double r = (double)(int64_t)(b->limit * HCBUCKET_RESERVE_SHARE);
+	double r = (double)(int64_t)(b->tb.burst * HCBUCKET_RESERVE_SHARE);
 
 	return r >= 1 ? r : 1;
-}
-
-/* hcbucket_refill brings tokens up to now_ns. */
-static void
-hcbucket_refill(struct hcbucket *b, int64_t now_ns)
-{
-	if (now_ns > b->at_ns) {
-		b->tokens += (double)(now_ns - b->at_ns) / NS_PER_S * b->rate;
-		if (b->tokens > b->limit)
-			b->tokens = b->limit;
-		b->at_ns = now_ns;
-	}
-}
-
-/* hcbucket_ns converts a number of tokens into the time they take to
- * refill, rounded up. */
-static int64_t
-hcbucket_ns(const struct hcbucket *b, double tokens)
-{
-	return (int64_t)(tokens / b->rate * NS_PER_S) + 1;
 }
 
 int64_t
 hcbucket_take(struct hcbucket *b, int64_t now_ns)
 {
-	hcbucket_refill(b, now_ns);
-	if (b->tokens < 1)
-		return hcbucket_ns(b, 1 - b->tokens);
-	if (b->tokens < hcbucket_reserve(b) + 1) {
+	int64_t wait;
+
+	tokenbucket_refill(&b->tb, now_ns);
+	if (b->tb.tokens >= 1 && b->tb.tokens < hcbucket_reserve(b) + 1) {
 		/* below the reserve: one request per refilled token */
 		if (now_ns < b->paced_ns)
 			return b->paced_ns - now_ns;
-		b->paced_ns = now_ns + hcbucket_ns(b, 1);
+		b->paced_ns = now_ns + tokenbucket_ns(&b->tb, 1);
 	}
-	b->tokens -= 1;
+	if ((wait = tokenbucket_take(&b->tb, 1, now_ns)) > 0)
+		return wait;
 	b->inflight++;
 	return 0;
 }
@@ -64,32 +42,34 @@ void
 hcbucket_answer(struct hcbucket *b, int64_t now_ns, int64_t now_unix_s, long status,
     int64_t limit, int64_t remaining, int64_t reset_unix_s)
 {
+	struct tokenbucket *tb = &b->tb;
+
 	if (b->inflight > 0)
 		b->inflight--;
-	hcbucket_refill(b, now_ns);
+	tokenbucket_refill(tb, now_ns);
 	if (limit >= 1) {
-		b->limit = (double)limit;
+		tb->burst = (double)limit;
 		if (!b->rate_learned)
-			b->rate = b->limit / 3600;
+			tb->rate = tb->burst / 3600;
 	}
 	if (remaining >= 0 && limit >= 1 && remaining < limit &&
 	    reset_unix_s - now_unix_s >= HCBUCKET_LEARN_MIN_S) {
 		/* the project is full again at reset: that is its refill rate
 		 * (learned from a distant reset only, where a second of clock
 		 * skew or rounding hardly matters) */
-		b->rate = (double)(limit - remaining) / (double)(reset_unix_s - now_unix_s);
+		tb->rate = (double)(limit - remaining) / (double)(reset_unix_s - now_unix_s);
 		b->rate_learned = 1;
 	}
 	if (remaining >= 0) {
 		/* the server's count, less what it has not seen yet */
 		double t = (double)remaining - (double)b->inflight;
-		b->tokens = t > 0 ? t : 0;
+		tb->tokens = t > 0 ? t : 0;
 	}
-	if (b->tokens > b->limit)
-		b->tokens = b->limit;
+	if (tb->tokens > tb->burst)
+		tb->tokens = tb->burst;
 	if (status == 429)
-		b->tokens = 0;
-	b->at_ns = now_ns;
+		tb->tokens = 0;
+	tb->last_ns = now_ns;
 }
 
 void

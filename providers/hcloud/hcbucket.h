@@ -21,16 +21,18 @@
 
 #include <stdint.h>
 
+#include "tokenbucket.h"
+
 #define HCBUCKET_DEFAULT_LIMIT 3600      /* requests per hour (B4) */
 #define HCBUCKET_DEFAULT_RATE (1.0)      /* refill per second (B4) */
 #define HCBUCKET_RESERVE_SHARE 0.05      /* of the limit, kept back */
 #define HCBUCKET_LEARN_MIN_S 10          /* the rate is learned from resets this far off */
 
 struct hcbucket {
-	double limit;            /* RateLimit-Limit */
-	double rate;             /* refill, tokens per second */
-	double tokens;           /* what is left now, by our model */
-	int64_t at_ns;           /* when tokens was true (the caller's clock) */
+	/* burst: RateLimit-Limit; rate: the refill, tokens per second;
+	 * tokens: what is left now, by our model (as of tb.last_ns, the
+	 * caller's clock) */
+	struct tokenbucket tb;
 	int64_t inflight;        /* requests sent, not answered yet */
 	int64_t paced_ns;        /* below the reserve: the next request's time */
 	int rate_learned;        /* rate came from the headers (else limit per hour) */

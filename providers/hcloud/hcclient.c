@@ -19,7 +19,9 @@
 #include "jsonx.h"
 #include "log.h"
 #include "metrics.h"
+#include "numparse.h"
 #include "readfile.h"
+#include "urlesc.h"
 #include "xalloc.h"
 
 #define HCCLIENT_PATH_MAX 256         /* bytes of a request path in messages */
@@ -437,18 +439,7 @@ hcclient_error_map(long status, const char *code)
 int
 hcclient_escape(struct dynbuf *b, const char *s)
 {
-	static const char hex[] = "0123456789ABCDEF";
-	int r = 0;
-
-	for (; *s && r == 0; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if ((ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') ||
-		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' || ch == '~')
-			r = dynbuf_add(b, s, 1);
-		else
-			r = dynbuf_addf(b, "%%%c%c", hex[ch >> 4], hex[ch & 15]);
-	}
-	return r;
+	return urlesc(b, s, URLESC_UNRESERVED);
 }
 
 static struct http_client *
@@ -485,14 +476,9 @@ hcclient_http_put(struct hcclient *c, struct http_client *h)
 static int64_t
 hcclient_header_num(const char *v)
 {
-	char *end;
-	long long n;
+	int64_t n;
 
-	if (v == NULL || *v == '\0')
-		return -1;
-	errno = 0;
-	n = strtoll(v, &end, 10);
-	if (errno != 0 || *end != '\0' || n < 0)
+	if (numparse(v, 0, 0, INT64_MAX, &n, NULL) < 0)
 		return -1;
 	return n;
 }
@@ -595,7 +581,7 @@ hcclient_once(struct hcclient *c, const char *method, const char *path, const ch
 	hcbucket_answer(&c->bucket, clock_mono_ns(), clock_real_ns() / NS_PER_S, resp.status,
 	    hcclient_header_num(resp.captured[0]), hcclient_header_num(resp.captured[1]),
 	    hcclient_header_num(resp.captured[2]));
-	metric_set(hcclient_m_remaining, c->bucket.tokens);
+	metric_set(hcclient_m_remaining, c->bucket.tb.tokens);
 	pthread_mutex_unlock(&c->bucket_mu);
 	if (ans != NULL)
 		ans->status = resp.status;

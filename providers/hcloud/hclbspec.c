@@ -16,6 +16,7 @@
 #include "hmap.h"
 #include "labelsel.h"
 #include "netaddr.h"
+#include "numparse.h"
 #include "xalloc.h"
 
 #define HCLBSPEC_HC_INTERVAL 15        /* the API's health check defaults (s) */
@@ -75,15 +76,13 @@ hclbspec_int(const struct cloud_service *svc, const char *name, int64_t min, int
     int64_t *ret, struct errbuf *e)
 {
 	const char *v = hclbspec_annot(svc, name);
-	char *end, why[64];
-	long long n;
+	char why[64];
+	int64_t n;
 
 	*ret = -1;
 	if (v == NULL)
 		return 0;
-	errno = 0;
-	n = strtoll(v, &end, 10);
-	if (*v == '\0' || *v == ' ' || *end != '\0' || errno != 0 || n < min || n > max) {
+	if (numparse(v, NUMPARSE_SIGN, min, max, &n, NULL) < 0) {
 		snprintf(why, sizeof(why), "not an integer from %" PRId64 " to %" PRId64, min, max);
 		return hclbspec_bad(svc, name, v, why, e);
 	}
@@ -170,17 +169,11 @@ hclbspec_dup(const struct cloud_service *svc, const char *name, char **ret, stru
 	return 0;
 }
 
-/* hclbspec_dns_name checks a DNS name (a subdomain, as a label key's
- * prefix must be: labelsel's rule). */
+/* hclbspec_dns_name checks a DNS name (a DNS-1123 subdomain). */
 static int
 hclbspec_dns_name(const char *s)
 {
-	char key[CLOUD_ADDR_MAX + 4];
-
-	if (*s == '\0' || strlen(s) >= CLOUD_ADDR_MAX)
-		return 0;
-	snprintf(key, sizeof(key), "%s/x", s);
-	return labelsel_key_ok(key);
+	return strlen(s) < CLOUD_ADDR_MAX && labelsel_dns_subdomain_ok(s);
 }
 
 static const char *const hclbspec_protocols[] = { "tcp", "http", "https", NULL };
@@ -526,8 +519,7 @@ static int
 hclbspec_record_key(const char *key, const char *base, int *ret_i)
 {
 	size_t bl = strlen(base);
-	char *end;
-	long i;
+	int64_t i;
 
 	if (strncmp(key, base, bl) != 0)
 		return 0;
@@ -535,10 +527,8 @@ hclbspec_record_key(const char *key, const char *base, int *ret_i)
 		*ret_i = 0;
 		return 1;
 	}
-	if (key[bl] != '-' || key[bl + 1] < '1' || key[bl + 1] > '9')
-		return 0;
-	i = strtol(key + bl + 1, &end, 10);
-	if (*end != '\0' || i >= HCLBSPEC_RECORD_LABELS)
+	if (key[bl] != '-' || key[bl + 1] == '0' ||
+	    numparse(key + bl + 1, 0, 1, HCLBSPEC_RECORD_LABELS - 1, &i, NULL) < 0)
 		return 0;
 	*ret_i = (int)i;
 	return 1;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "numparse.h"
 #include "xalloc.h"
 
 struct hcnet {
@@ -22,16 +23,13 @@ struct hcnet *
 hcnet_new(struct hcclient *c, const char *name_or_id)
 {
 	struct hcnet *n = xcalloc(1, sizeof(*n));
-	char *end;
 
 	n->c = c;
 	pthread_mutex_init(&n->mu, NULL);
 	if (name_or_id != NULL && *name_or_id != '\0') {
-		long long v;
+		int64_t v;
 		n->name = xstrdup(name_or_id);
-		errno = 0;
-		v = strtoll(name_or_id, &end, 10);
-		if (errno == 0 && *end == '\0' && v > 0 && name_or_id[0] != '+')
+		if (numparse(name_or_id, 0, 1, INT64_MAX, &v, NULL) == 0)
 			n->id = v;
 	}
 	return n;

@@ -13,6 +13,7 @@
 #include "dynbuf.h"
 #include "hmap.h"
 #include "netaddr.h"
+#include "numparse.h"
 #include "xalloc.h"
 
 #define HCSERVER_KEY_MAX 24            /* bytes of a decimal id and its NUL */
@@ -94,8 +95,7 @@ int
 hcserver_provider_id(const char *pid, int64_t *ret_id)
 {
 	const char *p;
-	char *end;
-	long long v;
+	int64_t v;
 
 	if (pid == NULL || strncmp(pid, "hcloud://", 9) != 0)
 		return 0;
@@ -103,11 +103,7 @@ hcserver_provider_id(const char *pid, int64_t *ret_id)
 	/* the official CCM's legacy form for Robot servers */
 	if (strncmp(p, "bm-", 3) == 0)
 		return 0;
-	if (*p < '1' || *p > '9')
-		return ERR_INVALID;
-	errno = 0;
-	v = strtoll(p, &end, 10);
-	if (errno != 0 || *end != '\0' || v <= 0)
+	if (*p < '1' || *p > '9' || numparse(p, 0, 1, INT64_MAX, &v, NULL) < 0)
 		return ERR_INVALID;
 	*ret_id = v;
 	return 1;

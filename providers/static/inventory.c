@@ -30,23 +30,10 @@ struct inventory {
 
 /* --- value checks, reported by the loader at the value --------------------- */
 
-/* inventory_subdomain_ok: a Node name is a DNS-1123 subdomain, the rule
- * labelsel_key_ok applies to a label key's prefix. */
-static int
-inventory_subdomain_ok(const char *s)
-{
-	char key[256 + 2];
-
-	if (strlen(s) > 253)
-		return 0;
-	snprintf(key, sizeof(key), "%s/x", s);
-	return labelsel_key_ok(key);
-}
-
 static int
 inventory_check_name(const char *v, struct errbuf *e)
 {
-	if (!inventory_subdomain_ok(v))
+	if (!labelsel_dns_subdomain_ok(v))
 		return errbuf_set(e, ERR_INVALID, "\"%.64s\" is not a Node name (a DNS subdomain: "
 		    "lower-case letters, digits, '-' and '.')", v);
 	return 0;
@@ -156,7 +143,7 @@ inventory_address_fix(const char *path, const struct cloudconfig_pos *pos, size_
 		a->address = xstrdup(canon);
 		return 0;
 	}
-	if (!inventory_subdomain_ok(a->address))
+	if (!labelsel_dns_subdomain_ok(a->address))
 		return errbuf_set(e, ERR_INVALID, "%s:%d:%d: instances[%zu].addresses[%zu]: "
 		    "\"%.64s\" is not a DNS name (type %s)", path, pos->line, pos->col, i, j,
 		    a->address, a->type);

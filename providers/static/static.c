@@ -58,11 +58,8 @@ static_check_range(const char *v, struct errbuf *e)
 static int
 static_check_namespace(const char *v, struct errbuf *e)
 {
-	char key[64 + 2];
-
-	/* a namespace is a DNS label: a label key's prefix without dots */
-	snprintf(key, sizeof(key), "%s/x", v);
-	if (strlen(v) > 63 || strchr(v, '.') != NULL || !labelsel_key_ok(key))
+	/* a namespace is a DNS-1123 label */
+	if (!labelsel_dns_label_ok(v))
 		return errbuf_set(e, ERR_INVALID, "\"%.64s\" is not a namespace name", v);
 	return 0;
 }

@@ -122,25 +122,10 @@ servicectl_metrics_init(void)
 static int
 servicectl_hostname_ok(const char *h)
 {
-	size_t len = strlen(h), label = 0;
 	struct netaddr a;
 
-	if (len == 0 || len > SERVICECTL_DNS_MAX || netaddr_parse(h, &a) == 0)
-		return 0;
-	for (const char *p = h; *p; p++) {
-		if (*p == '.') {
-			if (label == 0 || p[-1] == '-')
-				return 0;
-			label = 0;
-		} else if ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') ||
-		    (*p == '-' && label > 0)) {
-			if (++label > 63)
-				return 0;
-		} else {
-			return 0;
-		}
-	}
-	return label > 0 && h[len - 1] != '-';
+	return strlen(h) <= SERVICECTL_DNS_MAX && netaddr_parse(h, &a) != 0 &&
+	    labelsel_dns_subdomain_ok(h);
 }
 
 int

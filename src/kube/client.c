@@ -17,6 +17,7 @@
 #include "kube/flowcontrol.h"
 #include "log.h"
 #include "metrics.h"
+#include "urlesc.h"
 #include "xalloc.h"
 
 #define KUBE_STATUS_MAX 65536  /* bytes: a longer error body is not decoded */
@@ -350,29 +351,13 @@ kube_path_add(struct kube_path_buf *p, const char *s, size_t n)
 		p->r = dynbuf_add(&p->b, s, n);
 }
 
-enum kube_escape { KUBE_ESC_SEGMENT, KUBE_ESC_QUERY };
-
 /* kube_path_escape appends s escaped like Go's url.PathEscape (segment) or
- * url.QueryEscape (query): unreserved bytes stay, a segment also keeps
- * "$&+:=@", a query value turns ' ' into '+', everything else is %XX. */
+ * url.QueryEscape (query). */
 static void
-kube_path_escape(struct kube_path_buf *b, const char *s, enum kube_escape how)
+kube_path_escape(struct kube_path_buf *b, const char *s, int how)
 {
-	static const char hex[] = "0123456789ABCDEF";
-
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		unsigned char ch = *p;
-		if ((ch >= 'A' && ch <= 'Z') || (ch >= 'a' && ch <= 'z') ||
-		    (ch >= '0' && ch <= '9') || ch == '-' || ch == '_' || ch == '.' ||
-		    ch == '~' || (how == KUBE_ESC_SEGMENT && ch && strchr("$&+:=@", ch))) {
-			kube_path_add(b, (const char *)p, 1);
-		} else if (how == KUBE_ESC_QUERY && ch == ' ') {
-			kube_path_add(b, "+", 1);
-		} else {
-			char esc[3] = { '%', hex[ch >> 4], hex[ch & 15] };
-			kube_path_add(b, esc, 3);
-		}
-	}
+	if (b->r == 0)
+		b->r = urlesc(&b->b, s, how);
 }
 
 static int
@@ -398,17 +383,17 @@ kube_path(char **ret, const char *api, const char *ns, const char *resource,
 	kube_path_add(&b, api, strlen(api));
 	if (ns) {
 		kube_path_add(&b, "/namespaces/", 12);
-		kube_path_escape(&b, ns, KUBE_ESC_SEGMENT);
+		kube_path_escape(&b, ns, URLESC_SEGMENT);
 	}
 	kube_path_add(&b, "/", 1);
-	kube_path_escape(&b, resource, KUBE_ESC_SEGMENT);
+	kube_path_escape(&b, resource, URLESC_SEGMENT);
 	if (name) {
 		kube_path_add(&b, "/", 1);
-		kube_path_escape(&b, name, KUBE_ESC_SEGMENT);
+		kube_path_escape(&b, name, URLESC_SEGMENT);
 	}
 	if (subresource) {
 		kube_path_add(&b, "/", 1);
-		kube_path_escape(&b, subresource, KUBE_ESC_SEGMENT);
+		kube_path_escape(&b, subresource, URLESC_SEGMENT);
 	}
 	va_start(ap, subresource);
 	while ((key = va_arg(ap, const char *)) != NULL) {
@@ -416,9 +401,9 @@ kube_path(char **ret, const char *api, const char *ns, const char *resource,
 		if (val == NULL)
 			continue;
 		kube_path_add(&b, &sep, 1);
-		kube_path_escape(&b, key, KUBE_ESC_QUERY);
+		kube_path_escape(&b, key, URLESC_QUERY);
 		kube_path_add(&b, "=", 1);
-		kube_path_escape(&b, val, KUBE_ESC_QUERY);
+		kube_path_escape(&b, val, URLESC_QUERY);
 		sep = '&';
 	}
 	va_end(ap);

@@ -5,26 +5,19 @@
 
 #include "clock.h"
 #include "stop.h"
+#include "tokenbucket.h"
 
 struct flowcontrol_bucket {
 	pthread_mutex_t lock;
-	double qps;      /* 0: unlimited */
-	double burst;
-	double tokens;
-	double last;     /* monotonic seconds of the last refill */
+	int limited;               /* 0: qps 0, unlimited */
+	struct tokenbucket tb;
 };
 
 static struct flowcontrol_bucket flowcontrol_buckets[FLOWCONTROL_CLASSES] = {
 	{ .lock = PTHREAD_MUTEX_INITIALIZER },
 	{ .lock = PTHREAD_MUTEX_INITIALIZER },
-	{ .lock = PTHREAD_MUTEX_INITIALIZER },  /* FLOWCONTROL_NONE: qps 0, never waits */
+	{ .lock = PTHREAD_MUTEX_INITIALIZER },  /* FLOWCONTROL_NONE: never limited */
 };
-
-static double
-flowcontrol_now_s(void)
-{
-	return (double)clock_mono_ns() / (double)NS_PER_S;
-}
 
 void
 flowcontrol_init(double qps, int burst)
@@ -34,10 +27,8 @@ flowcontrol_init(double qps, int burst)
 		if (i == FLOWCONTROL_NONE)
 			continue;
 		pthread_mutex_lock(&b->lock);
-		b->qps = qps;
-		b->burst = burst < 1 ? 1 : burst;
-		b->tokens = b->burst;
-		b->last = flowcontrol_now_s();
+		b->limited = qps > 0;
+		tokenbucket_init(&b->tb, qps, burst < 1 ? 1 : burst, clock_mono_ns());
 		pthread_mutex_unlock(&b->lock);
 	}
 }
@@ -47,19 +38,11 @@ flowcontrol_reserve(int cls)
 {
 	struct flowcontrol_bucket *b = &flowcontrol_buckets[cls >= 0 &&
 	    cls < FLOWCONTROL_CLASSES ? cls : FLOWCONTROL_CONTROLLERS];
-	double now, wait = 0;
+	double wait = 0;
 
 	pthread_mutex_lock(&b->lock);
-	if (b->qps > 0) {
-		now = flowcontrol_now_s();
-		b->tokens += (now - b->last) * b->qps;
-		if (b->tokens > b->burst)
-			b->tokens = b->burst;
-		b->last = now;
-		b->tokens -= 1;
-		if (b->tokens < 0)
-			wait = -b->tokens / b->qps;
-	}
+	if (b->limited)
+		wait = tokenbucket_reserve(&b->tb, 1, clock_mono_ns());
 	pthread_mutex_unlock(&b->lock);
 	return wait;
 }

@@ -9,6 +9,7 @@
 
 #include "clock.h"
 #include "hmap.h"
+#include "tokenbucket.h"
 #include "xalloc.h"
 
 enum ratelimiter_kind { RATELIMITER_EXPONENTIAL, RATELIMITER_BUCKET, RATELIMITER_MAX_OF };
@@ -28,9 +29,7 @@ struct ratelimiter {
 	struct hmap failing;
 
 	/* bucket */
-	double qps, tokens;
-	int burst;
-	int64_t last_ns;
+	struct tokenbucket bucket;
 	int64_t (*now_ns)(void *arg);
 	void *now_arg;
 
@@ -80,10 +79,8 @@ ratelimiter_bucket_new(double qps, int burst, struct ratelimiter **ret)
 	if (!(qps > 0) || isinf(qps) || burst < 1)
 		return ERR_INVALID;
 	rl = ratelimiter_alloc(RATELIMITER_BUCKET);
-	rl->qps = qps;
-	rl->burst = burst;
-	rl->tokens = burst;
-	rl->last_ns = INT64_MIN; /* set by the first try, from whichever clock */
+	/* the time is set by the first try, from whichever clock */
+	tokenbucket_init(&rl->bucket, qps, burst, TOKENBUCKET_NO_TIME);
 	*ret = rl;
 	return 0;
 }
@@ -167,22 +164,10 @@ ratelimiter_exponential_when(struct ratelimiter *rl, const char *key)
 static int64_t
 ratelimiter_bucket_when(struct ratelimiter *rl)
 {
-	double wait_s = 0;
-	int64_t now;
+	double wait_s;
 
 	pthread_mutex_lock(&rl->lock);
-	now = rl->now_ns(rl->now_arg);
-	/* a clock that went backwards adds nothing, like rate.Limiter */
-	if (rl->last_ns != INT64_MIN && now > rl->last_ns) {
-		rl->tokens += (double)(now - rl->last_ns) / (double)NS_PER_S * rl->qps;
-		if (rl->tokens > rl->burst)
-			rl->tokens = rl->burst;
-	}
-	if (rl->last_ns == INT64_MIN || now > rl->last_ns)
-		rl->last_ns = now;
-	rl->tokens -= 1;
-	if (rl->tokens < 0)
-		wait_s = -rl->tokens / rl->qps;
+	wait_s = tokenbucket_reserve(&rl->bucket, 1, rl->now_ns(rl->now_arg));
 	pthread_mutex_unlock(&rl->lock);
 	/* rounded, not truncated, so 1/10 s comes out as exactly 100 ms */
 	return wait_s > 0 ? (int64_t)llround(wait_s * (double)NS_PER_S) : 0;

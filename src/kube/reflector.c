@@ -17,6 +17,7 @@
 #include "kube/watch.h"
 #include "log.h"
 #include "metrics.h"
+#include "urlesc.h"
 #include "xalloc.h"
 
 #define REFLECTOR_LIST_TIMEOUT_MS 60000  /* one LIST page */
@@ -143,28 +144,6 @@ reflector_gauges(struct reflector *r)
 {
 	metric_set(reflector_m_objects, (double)store_len(r->store), r->cfg.resource);
 	metric_set(reflector_m_bytes, (double)store_bytes(r->store), r->cfg.resource);
-}
-
-/* reflector_escape returns s percent-encoded for a query string. */
-static char *
-reflector_escape(const char *s)
-{
-	static const char hex[] = "0123456789ABCDEF";
-	char *out = xmalloc(strlen(s) * 3 + 1), *p = out;
-
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-		    (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_' || c == '~') {
-			*p++ = (char)c;
-		} else {
-			*p++ = '%';
-			*p++ = hex[c >> 4];
-			*p++ = hex[c & 15];
-		}
-	}
-	*p = '\0';
-	return out;
 }
 
 /* reflector_json_key writes the key of an object's JSON ("ns/name" or
@@ -380,7 +359,7 @@ reflector_list(struct reflector *r, int relist)
 	for (;;) {
 		free(path);
 		free(econt);
-		econt = cont ? reflector_escape(cont) : NULL;
+		econt = cont ? urlesc_dup(cont, URLESC_UNRESERVED) : NULL;
 		path = xasprintf("%s?limit=%ld%s%s%s", r->cfg.path, r->cfg.page_limit,
 		    econt ? "&continue=" : "", econt ? econt : "", r->selectors);
 		kube_watch_list_reset(&r->list);
@@ -607,7 +586,7 @@ reflector_watch(struct reflector *r)
 	reflector_resource_version(r, rv, sizeof(rv));
 	timeout_s = r->cfg.watch_timeout_min_s + (int)((double)(r->cfg.watch_timeout_max_s -
 	    r->cfg.watch_timeout_min_s) * backoff_rand(&r->backoff));
-	erv = reflector_escape(rv);
+	erv = urlesc_dup(rv, URLESC_UNRESERVED);
 	path = xasprintf("%s?watch=true&allowWatchBookmarks=true&resourceVersion=%s"
 	    "&timeoutSeconds=%d%s", r->cfg.path, erv, timeout_s, r->selectors);
 	free(erv);
@@ -748,9 +727,9 @@ reflector_new(struct kubeconfig *kc, const struct reflector_config *cfg,
 	r->cfg.field_selector = reflector_dup(cfg->field_selector);
 	r->cfg.user_agent = reflector_dup(cfg->user_agent ? cfg->user_agent : "bootccm");
 	if (r->cfg.label_selector)
-		ls = reflector_escape(r->cfg.label_selector);
+		ls = urlesc_dup(r->cfg.label_selector, URLESC_UNRESERVED);
 	if (r->cfg.field_selector)
-		fs = reflector_escape(r->cfg.field_selector);
+		fs = urlesc_dup(r->cfg.field_selector, URLESC_UNRESERVED);
 	r->selectors = xasprintf("%s%s%s%s", ls ? "&labelSelector=" : "", ls ? ls : "",
 	    fs ? "&fieldSelector=" : "", fs ? fs : "");
 	free(ls);

@@ -9,6 +9,7 @@
 
 #include "log.h"
 #include "metadata/build.h"
+#include "numparse.h"
 
 #define MD_EC2_MD "/latest/meta-data/"
 #define MD_EC2_MAC_MAX 18          /* "06:17:04:d7:26:09" and the NUL */
@@ -189,6 +190,7 @@ md_ec2_nics(const struct md_getter *g, struct md_ec2_nic *nics, size_t *ret_n,
 	const char *pos, *end, *v;
 	char path[128], num[16];
 	size_t len, n = 0;
+	int64_t device;
 	int r;
 
 	memset(&a, 0, sizeof(a));
@@ -219,11 +221,11 @@ md_ec2_nics(const struct md_getter *g, struct md_ec2_nic *nics, size_t *ret_n,
 		if ((r = md_build_leaf(g, path, 0, "device-number", num, sizeof(num),
 		    MD_V_WORD | MD_V_REQUIRED, e)) < 0)
 			return r;
-		len = strlen(num);
-		if (!(strcmp(num, "0") == 0 || md_build_digits(num, len)) || len > 4)
+		if ((num[0] == '0' && num[1] != '\0') ||
+		    numparse(num, 0, 0, MD_EC2_DEVICE_MAX, &device, NULL) < 0)
 			return errbuf_set(e, ERR_INVALID, "%s: device-number \"%s\" is not a number"
 			    " from 0 to %d", path, num, MD_EC2_DEVICE_MAX);
-		nics[i].device = strtol(num, NULL, 10);
+		nics[i].device = (int)device;
 	}
 	qsort(nics, n, sizeof(nics[0]), md_ec2_nic_cmp);
 	*ret_n = n;

@@ -29,7 +29,7 @@ TEST(below_the_reserve_requests_are_paced_at_the_refill_rate)
 	int64_t w;
 
 	hcbucket_init(&b, 3600, 1.0, T0);
-	b.tokens = 100;      /* below the reserve of 180 */
+	b.tb.tokens = 100;      /* below the reserve of 180 */
 	CHECK(hcbucket_take(&b, T0) == 0);
 	w = hcbucket_take(&b, T0);
 	CHECK(w > 999 * NS_PER_MS && w <= 1001 * NS_PER_MS);
@@ -38,7 +38,7 @@ TEST(below_the_reserve_requests_are_paced_at_the_refill_rate)
 	CHECK(w > 499 * NS_PER_MS && w <= 501 * NS_PER_MS);
 	CHECK(hcbucket_take(&b, T0 + NS_PER_S + 1) == 0);
 	/* two requests in one second, one token refilled */
-	CHECK(b.tokens > 98.9 && b.tokens < 99.1);
+	CHECK(b.tb.tokens > 98.9 && b.tb.tokens < 99.1);
 }
 
 TEST(an_empty_bucket_waits_for_a_token)
@@ -47,7 +47,7 @@ TEST(an_empty_bucket_waits_for_a_token)
 	int64_t w;
 
 	hcbucket_init(&b, 3600, 2.0, T0);
-	b.tokens = 0.25;
+	b.tb.tokens = 0.25;
 	w = hcbucket_take(&b, T0);
 	/* 0.75 tokens at 2 per second */
 	CHECK(w > 374 * NS_PER_MS && w <= 376 * NS_PER_MS);
@@ -65,15 +65,15 @@ TEST(headers_correct_the_model)
 	 * less the two requests still in flight that it has not seen */
 	hcbucket_answer(&b, T0, 5000, 200, 3600, 500, 5000 + 3100);
 	CHECK(b.inflight == 2);
-	CHECK(b.tokens == 498);
+	CHECK(b.tb.tokens == 498);
 	/* the rate: 3100 missing, full again in 3100 s */
-	CHECK(b.rate > 0.999 && b.rate < 1.001);
+	CHECK(b.tb.rate > 0.999 && b.tb.rate < 1.001);
 	CHECK(b.rate_learned);
 	hcbucket_answer(&b, T0, 5000, 200, 3600, 499, 5000 + 3101);
-	CHECK(b.tokens == 498);
+	CHECK(b.tb.tokens == 498);
 	hcbucket_failed(&b);
 	CHECK(b.inflight == 0);
-	CHECK(b.tokens == 498);
+	CHECK(b.tb.tokens == 498);
 }
 
 TEST(the_rate_is_learned_only_from_a_distant_reset)
@@ -85,12 +85,12 @@ TEST(the_rate_is_learned_only_from_a_distant_reset)
 	/* full again in 3 s: rounding and skew make it no measure */
 	hcbucket_answer(&b, T0, 5000, 200, 7200, 7197, 5003);
 	CHECK(!b.rate_learned);
-	CHECK(b.rate == 2.0);        /* 7200 an hour until learned */
-	CHECK(b.limit == 7200);
+	CHECK(b.tb.rate == 2.0);        /* 7200 an hour until learned */
+	CHECK(b.tb.burst == 7200);
 	CHECK(hcbucket_take(&b, T0) == 0);
 	/* a project refilling 10 per second */
 	hcbucket_answer(&b, T0, 5000, 200, 7200, 6200, 5100);
-	CHECK(b.rate > 9.99 && b.rate < 10.01);
+	CHECK(b.tb.rate > 9.99 && b.tb.rate < 10.01);
 }
 
 TEST(a_429_empties_the_bucket_whatever_the_headers_say)
@@ -101,7 +101,7 @@ TEST(a_429_empties_the_bucket_whatever_the_headers_say)
 	hcbucket_init(&b, 3600, 1.0, T0);
 	CHECK(hcbucket_take(&b, T0) == 0);
 	hcbucket_answer(&b, T0, 5000, 429, 3600, 40, 5000 + 3560);
-	CHECK(b.tokens == 0);
+	CHECK(b.tb.tokens == 0);
 	w = hcbucket_take(&b, T0);
 	CHECK(w > 999 * NS_PER_MS && w <= 1001 * NS_PER_MS);
 	/* then one a second, paced */
@@ -116,11 +116,11 @@ TEST(answers_without_headers_keep_the_model)
 	hcbucket_init(&b, 3600, 1.0, T0);
 	CHECK(hcbucket_take(&b, T0) == 0);
 	hcbucket_answer(&b, T0, 5000, 200, -1, -1, -1);
-	CHECK(b.tokens == 3599);
-	CHECK(b.limit == 3600 && b.rate == 1.0 && b.inflight == 0);
+	CHECK(b.tb.tokens == 3599);
+	CHECK(b.tb.burst == 3600 && b.tb.rate == 1.0 && b.inflight == 0);
 	/* refilled, never above the limit */
 	CHECK(hcbucket_take(&b, T0 + 100 * NS_PER_S) == 0);
-	CHECK(b.tokens == 3599);
+	CHECK(b.tb.tokens == 3599);
 }
 
 TEST(a_tiny_limit_still_lets_requests_through)
