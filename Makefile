@@ -59,8 +59,8 @@ say = $(if $(SHORT),@printf '  %-9s %s\n' '$(1)' '$(2)')
 MAKEFLAGS += --no-print-directory
 
 SRCS := $(sort $(wildcard src/*.c src/*/*.c providers/*/*.c))
-TLS_STATIC := src/tlsctx_wolfssl.c
-TLS_DEV := src/tlsctx_blob.c
+TLS_STATIC := src/http/tlsctx_wolfssl.c
+TLS_DEV := src/http/tlsctx_blob.c
 CORE := $(filter-out src/main.c $(TLS_STATIC) $(TLS_DEV),$(SRCS))
 UNIT_SRCS := $(sort $(wildcard tests/unit/test_*.c))
 FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
@@ -79,7 +79,7 @@ STATIC_CC := musl-gcc
 # The allocator: mimalloc's single object (scripts/deps.sh) defines malloc,
 # free and the rest, so musl's mallocng is not linked for them. Four times
 # faster JSON parsing than mallocng, for ~65 KiB (docs/build.md); its options
-# are set by src/allocator.c. The glibc sanitizer and fuzz builds keep their
+# are set by src/base/allocator.c. The glibc sanitizer and fuzz builds keep their
 # own allocators.
 STATIC_ALLOC := $(DEPS)/lib/mimalloc.o
 STATIC_CFLAGS := -std=gnu11 -Os -ffunction-sections -fdata-sections $(WARN) \

@@ -19,10 +19,10 @@ LIBS="-lcurl -lwolfssl -ljson-c -lyaml -lm"
 MIMALLOC="$BUILD/deps/lib/mimalloc.o"
 
 # core_srcs TLS: every source of the product but main.c, with the TLS glue TLS
-# (src/tlsctx_wolfssl.c for the static build, src/tlsctx_blob.c for glibc).
+# (src/http/tlsctx_wolfssl.c for the static build, src/http/tlsctx_blob.c for glibc).
 core_srcs() {
 	for f in src/*.c src/*/*.c providers/*/*.c; do
-		case $f in src/main.c|src/tlsctx_*.c) [ "$f" = "$1" ] || continue ;; esac
+		case $f in src/main.c|src/http/tlsctx_*.c) [ "$f" = "$1" ] || continue ;; esac
 		echo "$f"
 	done
 }
@@ -30,7 +30,7 @@ core_srcs() {
 bench_musl_archive() {
 	make -s BUILD="$BUILD" static >/dev/null
 	rm -f "$out/libbootccm-musl.a"
-	for f in $(core_srcs src/tlsctx_wolfssl.c); do
+	for f in $(core_srcs src/http/tlsctx_wolfssl.c); do
 		ar rcs "$out/libbootccm-musl.a" "$BUILD/static/${f%.c}.o"
 	done
 }
@@ -38,7 +38,7 @@ bench_musl_archive() {
 bench_glibc_archive() {
 	make -s BUILD="$BUILD" "$BUILD/gen/version.h"
 	rm -rf "$out/glibc-obj" "$out/libbootccm-glibc.a"
-	for f in $(core_srcs src/tlsctx_blob.c); do
+	for f in $(core_srcs src/http/tlsctx_blob.c); do
 		o="$out/glibc-obj/${f%.c}.o"
 		mkdir -p "$(dirname "$o")"
 		# shellcheck disable=SC2086

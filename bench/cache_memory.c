@@ -23,16 +23,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "allocator.h"
+#include "base/allocator.h"
 #include "benchclock.h"
 #include "kube/node.h"
 #include "kube/store.h"
 #include "kube/watch.h"
 #ifdef BENCH_REFLECTOR
-#include "http.h"
+#include "http/http.h"
 #include "kube/reflector.h"
-#include "kubeconfig.h"
-#include "log.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
 #endif
 
 #define BENCH_NODE_MAX (256 * 1024)  /* bytes: one generated Node */

@@ -24,9 +24,9 @@
 
 #include <json-c/json.h>
 
-#include "allocator.h"
+#include "base/allocator.h"
 #include "benchclock.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/node.h"
 #include "kube/watch.h"

@@ -1,5 +1,5 @@
 #!/bin/sh
-# featuregate-list.sh [CLOUD_PROVIDER_VERSION]: print src/featuregate_list.h's
+# featuregate-list.sh [CLOUD_PROVIDER_VERSION]: print src/config/featuregate_list.h's
 # entries: every feature gate the upstream cloud-controller-manager registers
 # (k8s.io/cloud-provider/app of that version, default v0.37.2), with the value
 # a gate locked to its default takes (else -1). Needs Go and the modules in the

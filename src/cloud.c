@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 
 #define CLOUD_NAMES_MAX 256 /* bytes: every provider's name, ", "-separated */
 

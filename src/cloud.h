@@ -31,8 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "stop.h"
+#include "base/err.h"
+#include "base/stop.h"
 
 #define CLOUD_ID_MAX 512                /* bytes: providerID (Azure resource ids are long) */
 #define CLOUD_SHORT_MAX 128             /* bytes: instance type, zone, region */

@@ -12,17 +12,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backoff.h"
-#include "clock.h"
+#include "base/backoff.h"
+#include "base/clock.h"
 #include "cloud.h"
-#include "duration.h"
+#include "base/duration.h"
 #include "controllers/nodectl.h"
 #include "controllers/nodelifecycle.h"
 #include "controllers/servicectl.h"
 #include "controllers/routectl.h"
 #include "controllers/csrctl.h"
-#include "err.h"
-#include "jsonx.h"
+#include "base/err.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/flowcontrol.h"
@@ -30,11 +30,11 @@
 #include "kube/node.h"
 #include "kube/reflector.h"
 #include "kube/service.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "serve.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "serve/serve.h"
 #include "version.h" /* generated: build/gen/version.h */
-#include "xalloc.h"
+#include "base/xalloc.h"
 
 /* The provider that initializes the local node from its instance metadata
  * when --cloud-provider cannot answer for it (invariant 4). */

@@ -14,11 +14,11 @@
 #include <stddef.h>
 
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 #include "kube/lease.h"
-#include "kubeconfig.h"
-#include "options.h"
-#include "stop.h"
+#include "config/kubeconfig.h"
+#include "config/options.h"
+#include "base/stop.h"
 
 /* daemon_stop is the process's stop: SIGTERM and SIGINT request it (main
  * starts stop_on_signals before anything else); every loop and client the

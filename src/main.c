@@ -11,16 +11,16 @@
 #include <wolfssl/ssl.h>
 #include <yaml.h>
 
-#include "allocator.h"
+#include "base/allocator.h"
 #include "daemon.h"
 #include "doctor/cmd.h"
-#include "err.h"
-#include "http.h"
-#include "log.h"
+#include "base/err.h"
+#include "http/http.h"
+#include "base/log.h"
 #include "metadata/cmd.h"
-#include "metrics.h"
-#include "options.h"
-#include "stop.h"
+#include "base/metrics.h"
+#include "config/options.h"
+#include "base/stop.h"
 #include "version.h" /* generated: build/gen/version.h */
 
 static void

@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "jsonx.h"
-#include "xalloc.h"
+#include "base/dynbuf.h"
+#include "base/jsonx.h"
+#include "base/xalloc.h"
 
 #define HCAPI_PATH_MAX 160   /* bytes of a field's path in messages */
 #define HCAPI_VALUE_MAX 4096 /* bytes of a string kept on the heap */

@@ -17,8 +17,8 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
-#include "netaddr.h"
+#include "base/err.h"
+#include "base/netaddr.h"
 
 #define HCAPI_JSON_DEPTH 32          /* nesting of any answer */
 #define HCAPI_NAME_MAX 256           /* bytes of a name (servers: RFC 1123 hostnames) */

@@ -21,7 +21,7 @@
 
 #include <stdint.h>
 
-#include "tokenbucket.h"
+#include "base/tokenbucket.h"
 
 #define HCBUCKET_DEFAULT_LIMIT 3600      /* requests per hour (B4) */
 #define HCBUCKET_DEFAULT_RATE (1.0)      /* refill per second (B4) */

@@ -13,16 +13,16 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "backoff.h"
+#include "base/backoff.h"
 #include "hcbucket.h"
-#include "http.h"
-#include "jsonx.h"
-#include "log.h"
-#include "metrics.h"
-#include "numparse.h"
-#include "readfile.h"
-#include "urlesc.h"
-#include "xalloc.h"
+#include "http/http.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/numparse.h"
+#include "base/readfile.h"
+#include "base/urlesc.h"
+#include "base/xalloc.h"
 
 #define HCCLIENT_PATH_MAX 256         /* bytes of a request path in messages */
 #define HCCLIENT_POLL_FIRST_NS (250 * NS_PER_MS) /* first look at a new action */

@@ -31,11 +31,11 @@
 
 #include <json-c/json.h>
 
-#include "clock.h"
-#include "dynbuf.h"
-#include "err.h"
+#include "base/clock.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
 #include "hcapi.h"
-#include "stop.h"
+#include "base/stop.h"
 
 #define HCCLIENT_ENDPOINT_DEFAULT "https://api.hetzner.cloud/v1"
 #define HCCLIENT_CA_FILE_DEFAULT "/etc/ssl/certs/ca-certificates.crt"

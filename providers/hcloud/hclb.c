@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "hmap.h"
-#include "jsonx.h"
-#include "labelsel.h"
-#include "xalloc.h"
+#include "base/dynbuf.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
+#include "base/labelsel.h"
+#include "base/xalloc.h"
 
 #define HCLB_SVC_MAX 320            /* bytes of "namespace/name" */
 #define HCLB_LABELED_MAX_AGE_NS (5 * 60 * NS_PER_S) /* a selector's labelled servers,

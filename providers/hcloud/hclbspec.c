@@ -10,14 +10,14 @@
 #include <string.h>
 #include <strings.h>
 
-#include "clock.h"
-#include "duration.h"
-#include "dynbuf.h"
-#include "hmap.h"
-#include "labelsel.h"
-#include "netaddr.h"
-#include "numparse.h"
-#include "xalloc.h"
+#include "base/clock.h"
+#include "base/duration.h"
+#include "base/dynbuf.h"
+#include "base/hmap.h"
+#include "base/labelsel.h"
+#include "base/netaddr.h"
+#include "base/numparse.h"
+#include "base/xalloc.h"
 
 #define HCLBSPEC_HC_INTERVAL 15        /* the API's health check defaults (s) */
 #define HCLBSPEC_HC_TIMEOUT 10

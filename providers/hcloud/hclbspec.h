@@ -28,7 +28,7 @@
 #include <json-c/json.h>
 
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 #include "hcapi.h"
 
 #define HCLBSPEC_PREFIX "load-balancer.hetzner.cloud/"

@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cloudconfig.h"
+#include "config/cloudconfig.h"
 #include "hcclient.h"
 #include "hclb.h"
 #include "hcnet.h"
 #include "hcroute.h"
 #include "hcserver.h"
-#include "xalloc.h"
+#include "base/xalloc.h"
 
 struct hcloud_lb_file {
 	char *location, *network_zone, *type, *algorithm;

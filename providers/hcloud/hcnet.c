@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "numparse.h"
-#include "xalloc.h"
+#include "base/dynbuf.h"
+#include "base/numparse.h"
+#include "base/xalloc.h"
 
 struct hcnet {
 	struct hcclient *c;

@@ -10,7 +10,7 @@
 
 #include <stdint.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "hcapi.h"
 #include "hcclient.h"
 

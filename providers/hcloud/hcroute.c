@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
-#include "netaddr.h"
-#include "xalloc.h"
+#include "base/hmap.h"
+#include "base/netaddr.h"
+#include "base/xalloc.h"
 
 struct hcroute {
 	struct hcclient *c;

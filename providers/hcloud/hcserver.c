@@ -10,11 +10,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "dynbuf.h"
-#include "hmap.h"
-#include "netaddr.h"
-#include "numparse.h"
-#include "xalloc.h"
+#include "base/dynbuf.h"
+#include "base/hmap.h"
+#include "base/netaddr.h"
+#include "base/numparse.h"
+#include "base/xalloc.h"
 
 #define HCSERVER_KEY_MAX 24            /* bytes of a decimal id and its NUL */
 

@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "cloud.h"
 #include "hcapi.h"
 #include "hcclient.h"

@@ -7,12 +7,12 @@
 #include <string.h>
 
 #include "cloud.h"
-#include "cloudconfig.h"
-#include "err.h"
+#include "config/cloudconfig.h"
+#include "base/err.h"
 #include "metadata.h"
 #include "metadata/metadata.h"
 #include "metadata/session.h"
-#include "xalloc.h"
+#include "base/xalloc.h"
 
 /* The interface's fields hold whatever the metadata layer's do. */
 _Static_assert(MD_ID_MAX <= CLOUD_ID_MAX, "providerID does not fit");

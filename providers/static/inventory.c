@@ -9,12 +9,12 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "clock.h"
-#include "hmap.h"
-#include "labelsel.h"
-#include "netaddr.h"
-#include "readfile.h"
-#include "xalloc.h"
+#include "base/clock.h"
+#include "base/hmap.h"
+#include "base/labelsel.h"
+#include "base/netaddr.h"
+#include "base/readfile.h"
+#include "base/xalloc.h"
 #include "../metadata/metadata.h"
 
 struct inventory_file {

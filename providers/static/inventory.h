@@ -27,8 +27,8 @@
 #include <stdint.h>
 
 #include "cloud.h"
-#include "cloudconfig.h"
-#include "err.h"
+#include "config/cloudconfig.h"
+#include "base/err.h"
 
 #define INVENTORY_INSTANCES_MAX 20000  /* instances in one file (yamltree's node
                                           cap and the 1 MiB file cap bind first

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
-#include "xalloc.h"
+#include "base/hmap.h"
+#include "base/xalloc.h"
 
 struct ipam_pool {
 	char *name;

@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "netaddr.h"
+#include "base/err.h"
+#include "base/netaddr.h"
 
 #define IPAM_FAMILIES 2        /* index 0: IPv4, 1: IPv6 */
 #define IPAM_REQUESTS_MAX 2    /* requested addresses: one per family */

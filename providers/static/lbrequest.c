@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "xalloc.h"
+#include "base/dynbuf.h"
+#include "base/xalloc.h"
 
 #define LBREQUEST_SELECTOR_MAX (256 * 1024) /* bytes: a selector's text (annotations'
                                                own cap: the API server's 256 KiB) */

@@ -21,9 +21,9 @@
 #define BOOTCCM_PROVIDERS_STATIC_LBREQUEST_H
 
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 #include "ipam.h"
-#include "netaddr.h"
+#include "base/netaddr.h"
 
 #define LBREQUEST_IPS "bootccm.io/load-balancer-ips"
 #define LBREQUEST_POOL "bootccm.io/pool"

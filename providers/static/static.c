@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cloudconfig.h"
-#include "err.h"
+#include "config/cloudconfig.h"
+#include "base/err.h"
 #include "inventory.h"
 #include "ipam.h"
-#include "labelsel.h"
+#include "base/labelsel.h"
 #include "lbrequest.h"
-#include "metrics.h"
-#include "xalloc.h"
+#include "base/metrics.h"
+#include "base/xalloc.h"
 #include "../metadata/metadata.h"
 
 #define STATIC_KEY_MAX 320  /* bytes: "namespace/name" (63 + 1 + 253) and the NUL */

@@ -46,7 +46,7 @@
 
 #include <stdint.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "cloud.h"
 
 #define STATIC_INVENTORY_INTERVAL_NS (1 * NS_PER_S) /* the inventory file's stat, at most */

@@ -8,20 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "clock.h"
+#include "base/base64.h"
+#include "base/clock.h"
 #include "controllers/nodectl.h"
-#include "csr.h"
-#include "hmap.h"
-#include "http.h"
-#include "jsonx.h"
+#include "base/csr.h"
+#include "base/hmap.h"
+#include "http/http.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/runner.h"
-#include "log.h"
-#include "metrics.h"
-#include "netaddr.h"
-#include "stop.h"
-#include "xalloc.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/netaddr.h"
+#include "base/stop.h"
+#include "base/xalloc.h"
 
 static const char *const csrctl_allowed_usages[] = {
 	"digital signature", "key encipherment", "server auth",

@@ -48,11 +48,11 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
-#include "kubeconfig.h"
+#include "config/kubeconfig.h"
 
 #define CSRCTL_SIGNER "kubernetes.io/kubelet-serving"
 #define CSRCTL_NODE_USER_PREFIX "system:node:"

@@ -7,20 +7,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backoff.h"
-#include "clock.h"
+#include "base/backoff.h"
+#include "base/clock.h"
 #include "controllers/noderace.h"
 #include "controllers/nodeview.h"
-#include "dynbuf.h"
-#include "hmap.h"
-#include "jsonx.h"
+#include "base/dynbuf.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/node.h"
 #include "kube/runner.h"
 #include "kube/workqueue.h"
-#include "log.h"
-#include "metrics.h"
-#include "xalloc.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/xalloc.h"
 
 #define NODECTL_QUEUE "cloud-node"
 #define NODECTL_CONFLICT_TRIES 5        /* fresh reads after a conflict, per sync */

@@ -49,15 +49,15 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "cloud.h"
-#include "dynbuf.h"
-#include "err.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
-#include "kubeconfig.h"
+#include "config/kubeconfig.h"
 
 #define NODECTL_TAINT_UNINITIALIZED "node.cloudprovider.kubernetes.io/uninitialized"
 /* The annotation the initialization writes: where the Node's addresses came

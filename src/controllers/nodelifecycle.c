@@ -10,15 +10,15 @@
 
 #include <json-c/json.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "controllers/nodeview.h"
 #include "kube/client.h"
 #include "kube/node.h"
 #include "kube/runner.h"
 #include "kube/store.h"
-#include "log.h"
-#include "metrics.h"
-#include "xalloc.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/xalloc.h"
 
 #define NODELIFECYCLE_SYNC_POLL_NS (200 * NS_PER_MS) /* stop checks while the cache syncs */
 #define NODELIFECYCLE_STACK_SIZE (256 * 1024)        /* bytes */

@@ -43,12 +43,12 @@
 #include <stdint.h>
 
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
-#include "kubeconfig.h"
+#include "config/kubeconfig.h"
 
 #define NODELIFECYCLE_SHUTDOWN_TAINT "node.cloudprovider.kubernetes.io/shutdown"
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "controllers/nodeview.h"
-#include "xalloc.h"
+#include "base/xalloc.h"
 
 struct noderace;
 

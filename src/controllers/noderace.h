@@ -23,7 +23,7 @@
 #include <stddef.h>
 
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 #include "kube/node.h"
 
 struct noderace_config {

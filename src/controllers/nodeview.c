@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xalloc.h"
+#include "base/xalloc.h"
 
 void
 nodeview_init(struct nodeview *v, const struct kube_node *n)

@@ -6,20 +6,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backoff.h"
-#include "clock.h"
+#include "base/backoff.h"
+#include "base/clock.h"
 #include "controllers/nodeview.h"
-#include "hmap.h"
-#include "jsonx.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/runner.h"
 #include "kube/store.h"
 #include "kube/workqueue.h"
-#include "log.h"
-#include "metrics.h"
-#include "rfc3339.h"
-#include "stop.h"
-#include "xalloc.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/rfc3339.h"
+#include "base/stop.h"
+#include "base/xalloc.h"
 
 #define ROUTECTL_QUEUE "route"
 #define ROUTECTL_KEY "routes"                   /* the queue's one key: "a pass" */

@@ -16,13 +16,13 @@
 #include <json-c/json.h>
 
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
-#include "kubeconfig.h"
-#include "netaddr.h"
+#include "config/kubeconfig.h"
+#include "base/netaddr.h"
 
 #define ROUTECTL_CIDRS_MAX 2            /* cluster CIDRs: one per IP family */
 #define ROUTECTL_ROUTES_MAX 100000      /* routes one listing may return */

@@ -7,18 +7,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "hmap.h"
-#include "jsonx.h"
+#include "base/clock.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/ratelimiter.h"
 #include "kube/runner.h"
 #include "kube/store.h"
 #include "kube/workqueue.h"
-#include "log.h"
-#include "metrics.h"
-#include "netaddr.h"
-#include "xalloc.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/netaddr.h"
+#include "base/xalloc.h"
 
 #define SERVICECTL_QUEUE "service"
 #define SERVICECTL_SYNC_POLL_NS (200 * NS_PER_MS) /* stop checks while the caches sync */

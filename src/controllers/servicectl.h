@@ -19,14 +19,14 @@
 
 #include "cloud.h"
 #include "controllers/serviceview.h"
-#include "err.h"
+#include "base/err.h"
 #include "kube/client.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
 #include "kube/service.h"
-#include "kubeconfig.h"
-#include "labelsel.h"
+#include "config/kubeconfig.h"
+#include "base/labelsel.h"
 
 #define SERVICECTL_CLASSES_MAX 16       /* --load-balancer-class values */
 

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
-#include "jsonx.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/store.h"
-#include "log.h"
-#include "xalloc.h"
+#include "base/log.h"
+#include "base/xalloc.h"
 
 /* --- comparisons ----------------------------------------------------------- */
 

@@ -22,14 +22,14 @@
 
 #include "cloud.h"
 #include "controllers/nodeview.h"
-#include "err.h"
+#include "base/err.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
 #include "kube/service.h"
 #include "kube/client.h"
 #include "kube/events.h"
-#include "labelsel.h"
-#include "stop.h"
+#include "base/labelsel.h"
+#include "base/stop.h"
 
 #define SERVICEVIEW_RV_MAX 64
 #define SERVICEVIEW_EVENT_NODES_MAX 20  /* node names an Event lists (upstream's) */

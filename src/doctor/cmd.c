@@ -8,17 +8,17 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "doctor/doctor.h"
-#include "duration.h"
-#include "dynbuf.h"
-#include "flags.h"
-#include "http.h"
-#include "jsonx.h"
+#include "base/duration.h"
+#include "base/dynbuf.h"
+#include "config/flags.h"
+#include "http/http.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "xalloc.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/xalloc.h"
 
 #define DOCTOR_PROG "bootccm doctor"
 

@@ -5,7 +5,7 @@
 #ifndef BOOTCCM_DOCTOR_CMD_H
 #define BOOTCCM_DOCTOR_CMD_H
 
-#include "stop.h"
+#include "base/stop.h"
 
 /* Exit statuses, by the worst finding. */
 #define DOCTOR_EXIT_HEALTHY 0

@@ -6,11 +6,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
-#include "jsonx.h"
-#include "log.h"
-#include "netaddr.h"
-#include "xalloc.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "base/netaddr.h"
+#include "base/xalloc.h"
 
 /* What a finding's summary says of a count: "1 node", "3 nodes". */
 #define DOC_PLURAL(n) ((n) == 1 ? "" : "s")

@@ -22,8 +22,8 @@
 
 #include <json-c/json.h>
 
-#include "dynbuf.h"
-#include "err.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
 
 #define DOCTOR_TAINT_UNINITIALIZED "node.cloudprovider.kubernetes.io/uninitialized"
 #define DOCTOR_TAINT_NETWORK "node.kubernetes.io/network-unavailable"

@@ -11,14 +11,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "dynbuf.h"
-#include "jsonx.h"
+#include "base/clock.h"
+#include "base/dynbuf.h"
+#include "base/jsonx.h"
 #include "kube/flowcontrol.h"
-#include "log.h"
-#include "metrics.h"
-#include "urlesc.h"
-#include "xalloc.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/urlesc.h"
+#include "base/xalloc.h"
 
 #define KUBE_STATUS_MAX 65536  /* bytes: a longer error body is not decoded */
 #define KUBE_RV_MAX 64         /* bytes of a resourceVersion kept for a re-read */

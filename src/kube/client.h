@@ -46,12 +46,12 @@
 #include <stdint.h>
 #include <json-c/json.h>
 
-#include "backoff.h"
-#include "err.h"
-#include "http.h"
-#include "jsonx.h"
-#include "kubeconfig.h"
-#include "stop.h"
+#include "base/backoff.h"
+#include "base/err.h"
+#include "http/http.h"
+#include "base/jsonx.h"
+#include "config/kubeconfig.h"
+#include "base/stop.h"
 
 #define KUBE_REQUEST_TIMEOUT_MS 30000 /* a non-watch request */
 #define KUBE_JSON_DEPTH 128           /* nesting levels (managedFields nest deep) */

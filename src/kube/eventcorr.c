@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "hmap.h"
-#include "tokenbucket.h"
-#include "uuid.h"
-#include "xalloc.h"
+#include "base/clock.h"
+#include "base/hmap.h"
+#include "base/tokenbucket.h"
+#include "base/uuid.h"
+#include "base/xalloc.h"
 
 #define EVENTS_KEY_MAX 4096          /* bytes: a correlation key before hashing */
 #define EVENTS_COMBINED_PREFIX "(combined from similar events): "

@@ -8,16 +8,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "kube/client.h"
 #include "kube/eventcorr.h"
 #include "kube/flowcontrol.h"
-#include "log.h"
-#include "metrics.h"
-#include "rfc3339.h"
-#include "stop.h"
-#include "uuid.h"
-#include "xalloc.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/rfc3339.h"
+#include "base/stop.h"
+#include "base/uuid.h"
+#include "base/xalloc.h"
 
 #define EVENTS_PATH_MAX 512          /* bytes: an API path for an Event */
 

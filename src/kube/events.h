@@ -31,8 +31,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "kubeconfig.h"
+#include "base/err.h"
+#include "config/kubeconfig.h"
 
 #define EVENTS_NORMAL "Normal"
 #define EVENTS_WARNING "Warning"

@@ -3,9 +3,9 @@
 
 #include <pthread.h>
 
-#include "clock.h"
-#include "stop.h"
-#include "tokenbucket.h"
+#include "base/clock.h"
+#include "base/stop.h"
+#include "base/tokenbucket.h"
 
 struct flowcontrol_bucket {
 	pthread_mutex_t lock;

@@ -8,17 +8,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "jsonx.h"
+#include "base/clock.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/flowcontrol.h"
-#include "labelsel.h"
-#include "log.h"
-#include "metrics.h"
-#include "rfc3339.h"
-#include "stop.h"
-#include "uuid.h"
-#include "xalloc.h"
+#include "base/labelsel.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/rfc3339.h"
+#include "base/stop.h"
+#include "base/uuid.h"
+#include "base/xalloc.h"
 
 #define LEASE_PATH_MAX 512          /* bytes: an API path for the Lease */
 #define LEASE_DESC_MAX 320          /* bytes: "namespace/name" */

@@ -36,8 +36,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "err.h"
-#include "kubeconfig.h"
+#include "base/err.h"
+#include "config/kubeconfig.h"
 
 #define LEASE_HOLDER_MAX 256       /* bytes with the NUL: a holderIdentity we accept */
 #define LEASE_JITTER 1.2           /* client-go's JitterFactor: the renew deadline

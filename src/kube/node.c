@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 /* What kube_node_fill reads, member by member; a test decodes Nodes both
  * ways and compares (tests/unit/test_node.c). */

@@ -16,8 +16,8 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
-#include "jsonx.h"
+#include "base/err.h"
+#include "base/jsonx.h"
 #include "kube/store.h"
 
 #define KUBE_NODE_PATH "/api/v1/nodes"

@@ -7,10 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
-#include "hmap.h"
-#include "tokenbucket.h"
-#include "xalloc.h"
+#include "base/clock.h"
+#include "base/hmap.h"
+#include "base/tokenbucket.h"
+#include "base/xalloc.h"
 
 enum ratelimiter_kind { RATELIMITER_EXPONENTIAL, RATELIMITER_BUCKET, RATELIMITER_MAX_OF };
 

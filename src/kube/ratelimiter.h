@@ -20,8 +20,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clock.h"
-#include "err.h"
+#include "base/clock.h"
+#include "base/err.h"
 
 /* client-go's DefaultControllerRateLimiter, which the upstream node
  * controllers use: 5 ms doubling to 1000 s per key, at most 10 retries a

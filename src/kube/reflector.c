@@ -9,16 +9,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "backoff.h"
-#include "clock.h"
-#include "hmap.h"
+#include "base/backoff.h"
+#include "base/clock.h"
+#include "base/hmap.h"
 #include "kube/client.h"
 #include "kube/node.h"
 #include "kube/watch.h"
-#include "log.h"
-#include "metrics.h"
-#include "urlesc.h"
-#include "xalloc.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/urlesc.h"
+#include "base/xalloc.h"
 
 #define REFLECTOR_LIST_TIMEOUT_MS 60000  /* one LIST page */
 #define REFLECTOR_WATCH_SLACK_S 60       /* client-side deadline past timeoutSeconds,

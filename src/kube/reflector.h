@@ -27,10 +27,10 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
-#include "jsonx.h"
+#include "base/err.h"
+#include "base/jsonx.h"
 #include "kube/store.h"
-#include "kubeconfig.h"
+#include "config/kubeconfig.h"
 
 #define REFLECTOR_PAGE_LIMIT 500                    /* objects per LIST page */
 #define REFLECTOR_WATCH_TIMEOUT_MIN_S 300           /* timeoutSeconds is drawn */

@@ -2,8 +2,8 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "err.h"
-#include "xalloc.h"
+#include "base/err.h"
+#include "base/xalloc.h"
 #include "kube/runner.h"
 
 struct runner {

@@ -18,7 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "stop.h"
+#include "base/stop.h"
 #include "kube/client.h"
 #include "kube/workqueue.h"
 

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 #define KUBE_PORT_MAX 65535
 

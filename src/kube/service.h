@@ -13,7 +13,7 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "kube/store.h"
 
 #define KUBE_SERVICE_PATH "/api/v1/services"  /* every namespace */

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "hmap.h"
-#include "jsonx.h"
-#include "log.h"
-#include "xalloc.h"
+#include "base/hmap.h"
+#include "base/jsonx.h"
+#include "base/log.h"
+#include "base/xalloc.h"
 
 #define STORE_BLD_ALIGN 8       /* bytes: alignment of builder arrays */
 

@@ -17,7 +17,7 @@
 
 #include <json-c/json.h>
 
-#include "err.h"
+#include "base/err.h"
 
 #define STORE_OBJECTS_MAX 500000  /* objects in one store */
 #define STORE_INTERN_MAX 4096      /* distinct label and annotation keys shared

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonx.h"
-#include "xalloc.h"
+#include "base/jsonx.h"
+#include "base/xalloc.h"
 
 int
 kube_watch_parse(const char *buf, size_t len, json_object **ret, struct errbuf *e)

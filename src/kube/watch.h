@@ -15,9 +15,9 @@
 
 #include <json-c/json.h>
 
-#include "dynbuf.h"
-#include "err.h"
-#include "jsonx.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
+#include "base/jsonx.h"
 #include "kube/client.h"  /* KUBE_JSON_DEPTH */
 
 #define KUBE_WATCH_LINE_MAX (4 * 1024 * 1024) /* bytes: one watch event line or

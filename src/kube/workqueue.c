@@ -7,10 +7,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "hmap.h"
-#include "metrics.h"
-#include "xalloc.h"
+#include "base/clock.h"
+#include "base/hmap.h"
+#include "base/metrics.h"
+#include "base/xalloc.h"
 
 /* One distinct key. It exists while it is dirty (added and not yet handed
  * out), held by a worker, or waiting in the timer heap, and is freed as soon

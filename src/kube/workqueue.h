@@ -45,8 +45,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "clock.h"
-#include "err.h"
+#include "base/clock.h"
+#include "base/err.h"
 #include "kube/ratelimiter.h"
 
 #define WQ_KEY_MAX 1024                       /* bytes, without the NUL */

@@ -13,7 +13,7 @@
 #ifndef BOOTCCM_MD_AZURE_H
 #define BOOTCCM_MD_AZURE_H
 
-#include "err.h"
+#include "base/err.h"
 #include "metadata/metadata.h"
 #include "metadata/session.h"
 

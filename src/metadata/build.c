@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "jsonx.h"
-#include "log.h"
+#include "base/jsonx.h"
+#include "base/log.h"
 
 #define MD_BUILD_DNS_MAX 253  /* bytes in a DNS name */
 #define MD_BUILD_FIELD_MAX 128 /* bytes: a field's path in messages */

@@ -11,7 +11,7 @@
 #include <json-c/json.h>
 #include <stddef.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "metadata/metadata.h"
 #include "metadata/session.h"
 

@@ -8,14 +8,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "duration.h"
-#include "flags.h"
-#include "http.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/duration.h"
+#include "config/flags.h"
+#include "http/http.h"
+#include "base/log.h"
 #include "metadata/format.h"
 #include "metadata/metadata.h"
-#include "xalloc.h"
+#include "base/xalloc.h"
 
 #define MD_CMD_PROG "bootccm metadata"
 

@@ -11,7 +11,7 @@
 #ifndef BOOTCCM_MD_CMD_H
 #define BOOTCCM_MD_CMD_H
 
-#include "stop.h"
+#include "base/stop.h"
 
 #define MD_CMD_EXIT_OK 0
 #define MD_CMD_EXIT_OUTPUT 1

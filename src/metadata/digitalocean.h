@@ -9,7 +9,7 @@
 #ifndef BOOTCCM_MD_DIGITALOCEAN_H
 #define BOOTCCM_MD_DIGITALOCEAN_H
 
-#include "err.h"
+#include "base/err.h"
 #include "metadata/metadata.h"
 #include "metadata/session.h"
 

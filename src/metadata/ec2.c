@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "log.h"
+#include "base/log.h"
 #include "metadata/build.h"
-#include "numparse.h"
+#include "base/numparse.h"
 
 #define MD_EC2_MD "/latest/meta-data/"
 #define MD_EC2_MAC_MAX 18          /* "06:17:04:d7:26:09" and the NUL */

@@ -14,7 +14,7 @@
 #ifndef BOOTCCM_MD_EC2_H
 #define BOOTCCM_MD_EC2_H
 
-#include "err.h"
+#include "base/err.h"
 #include "metadata/metadata.h"
 #include "metadata/session.h"
 

@@ -12,7 +12,7 @@
 
 #include <stddef.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "metadata/metadata.h"
 
 #define MD_LABELS 3               /* zone, region, instance type */

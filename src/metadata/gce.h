@@ -10,7 +10,7 @@
 #ifndef BOOTCCM_MD_GCE_H
 #define BOOTCCM_MD_GCE_H
 
-#include "err.h"
+#include "base/err.h"
 #include "metadata/metadata.h"
 #include "metadata/session.h"
 

@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "metadata/build.h"
-#include "yamltree.h"
+#include "base/yamltree.h"
 
 /* md_hetzner_yaml parses a's body; an empty document is an error. */
 static int

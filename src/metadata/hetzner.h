@@ -11,7 +11,7 @@
 #ifndef BOOTCCM_MD_HETZNER_H
 #define BOOTCCM_MD_HETZNER_H
 
-#include "err.h"
+#include "base/err.h"
 #include "metadata/metadata.h"
 #include "metadata/session.h"
 

@@ -17,7 +17,7 @@
 #include "metadata/gce.h"
 #include "metadata/hetzner.h"
 #include "metadata/openstack.h"
-#include "readfile.h"
+#include "base/readfile.h"
 
 #define MD_DMI_VALUE_MAX 256 /* bytes of one DMI attribute read */
 #define MD_DMI_SUFFIX "/sys/class/dmi/id"

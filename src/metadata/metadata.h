@@ -21,8 +21,8 @@
 
 #include <stddef.h>
 
-#include "err.h"
-#include "stop.h"
+#include "base/err.h"
+#include "base/stop.h"
 
 enum md_cloud {
 	MD_CLOUD_UNKNOWN = 0,   /* in a config: detect from DMI */

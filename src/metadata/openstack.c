@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "metadata/build.h"
-#include "readfile.h"
-#include "xalloc.h"
+#include "base/readfile.h"
+#include "base/xalloc.h"
 
 int
 md_openstack_drive_get(void *arg, const char *path, int optional, struct md_answer *ret,

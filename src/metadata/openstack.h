@@ -12,7 +12,7 @@
 #ifndef BOOTCCM_MD_OPENSTACK_H
 #define BOOTCCM_MD_OPENSTACK_H
 
-#include "err.h"
+#include "base/err.h"
 #include "metadata/metadata.h"
 #include "metadata/session.h"
 

@@ -13,11 +13,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backoff.h"
-#include "clock.h"
-#include "http.h"
-#include "stop.h"
-#include "xalloc.h"
+#include "base/backoff.h"
+#include "base/clock.h"
+#include "http/http.h"
+#include "base/stop.h"
+#include "base/xalloc.h"
 
 #define MD_SESSION_HEADERS_MAX 8   /* session headers plus per-request ones */
 #define MD_SESSION_EXCERPT 80      /* bytes of an error body quoted in messages */

@@ -14,7 +14,7 @@
 
 #include <stddef.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "metadata/metadata.h"
 
 struct http_client;

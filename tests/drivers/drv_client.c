@@ -33,15 +33,15 @@
 #include <string.h>
 #include <time.h>
 
-#include "backoff.h"
-#include "clock.h"
-#include "http.h"
+#include "base/backoff.h"
+#include "base/clock.h"
+#include "http/http.h"
 #include "kube/client.h"
 #include "kube/flowcontrol.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "stop.h"
-#include "metrics.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/stop.h"
+#include "base/metrics.h"
 
 static struct kubeconfig kc;
 static int opt_retries = -1;

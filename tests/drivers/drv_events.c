@@ -21,12 +21,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "flags.h"
-#include "http.h"
+#include "config/flags.h"
+#include "http/http.h"
 #include "kube/events.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "metrics.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/metrics.h"
 
 #define DRV_LINE_MAX 8192 /* bytes: one command */
 

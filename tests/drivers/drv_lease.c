@@ -21,13 +21,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "flags.h"
-#include "http.h"
+#include "config/flags.h"
+#include "http/http.h"
 #include "kube/client.h"
 #include "kube/lease.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "stop.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/stop.h"
 
 #define DRV_ACT_TIMEOUT_MS 300 /* one act's PUT */
 

@@ -35,17 +35,17 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "../../providers/metadata/metadata.h"
 #include "controllers/nodectl.h"
-#include "duration.h"
-#include "http.h"
+#include "base/duration.h"
+#include "http/http.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "stop.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/stop.h"
 
 static struct stop drv_stop;
 static const char *drv_script;

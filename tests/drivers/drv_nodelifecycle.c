@@ -38,17 +38,17 @@
 #include <json-c/json.h>
 
 #include "cloud.h"
-#include "clock.h"
+#include "base/clock.h"
 #include "controllers/nodelifecycle.h"
-#include "duration.h"
-#include "http.h"
+#include "base/duration.h"
+#include "http/http.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "stop.h"
-#include "metrics.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/stop.h"
+#include "base/metrics.h"
 
 #define DRV_LINE_MAX 512 /* bytes: one line of the answers file */
 #define DRV_METRIC_PREFIX "bootccm_node_lifecycle_"

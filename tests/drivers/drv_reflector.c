@@ -28,16 +28,16 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
-#include "flags.h"
-#include "http.h"
+#include "base/clock.h"
+#include "config/flags.h"
+#include "http/http.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
 #include "kube/service.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "stop.h"
-#include "metrics.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/stop.h"
+#include "base/metrics.h"
 
 static struct stop drv_stop;
 static long drv_counts[3];  /* a second handler set's tally: add, update, delete */

@@ -45,19 +45,19 @@
 
 #include <json-c/json.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "cloud.h"
 #include "controllers/routectl.h"
-#include "duration.h"
-#include "http.h"
+#include "base/duration.h"
+#include "http/http.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "metrics.h"
-#include "stop.h"
-#include "xalloc.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/metrics.h"
+#include "base/stop.h"
+#include "base/xalloc.h"
 
 #define DRV_LINE_MAX (256 * 1024)  /* bytes: one command line */
 #define DRV_FAILS_MAX 64

@@ -22,14 +22,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "err.h"
-#include "http.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "options.h"
-#include "serve.h"
-#include "stop.h"
+#include "base/clock.h"
+#include "base/err.h"
+#include "http/http.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "config/options.h"
+#include "serve/serve.h"
+#include "base/stop.h"
 
 static struct stop drv_stop;
 static double drv_ready_at;

@@ -43,17 +43,17 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "controllers/servicectl.h"
-#include "duration.h"
-#include "http.h"
+#include "base/duration.h"
+#include "http/http.h"
 #include "kube/events.h"
 #include "kube/node.h"
 #include "kube/reflector.h"
 #include "kube/service.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "stop.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/stop.h"
 
 static struct stop drv_stop;
 static const char *drv_script;

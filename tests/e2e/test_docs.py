@@ -90,7 +90,7 @@ def test_exit_status_lists_every_exit_code():
     with open(os.path.join(ROOT, "docs", "bootccm.8")) as f:
         text = section(f.read(), ".SH EXIT STATUS", ".SH ")
     codes = set()
-    for name in ("main.c", "daemon.c", "log.c"):
+    for name in ("main.c", "daemon.c", "base/log.c"):
         with open(os.path.join(ROOT, "src", name)) as f:
             src = f.read()
         codes |= set(re.findall(r"\breturn ([0-9]+);", re.sub(

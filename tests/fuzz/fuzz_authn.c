@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "authn.h"
-#include "jsonx.h"
+#include "serve/authn.h"
+#include "base/jsonx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cloudconfig.h"
+#include "config/cloudconfig.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

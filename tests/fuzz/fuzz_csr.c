@@ -9,9 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "csr.h"
-#include "xalloc.h"
+#include "base/base64.h"
+#include "base/csr.h"
+#include "base/xalloc.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

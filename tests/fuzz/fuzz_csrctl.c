@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "controllers/csrctl.h"
-#include "csr.h"
-#include "jsonx.h"
+#include "base/csr.h"
+#include "base/jsonx.h"
 #include "kube/node.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "doctor/doctor.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "netaddr.h"
+#include "base/netaddr.h"
 #include "../../providers/hcloud/hcapi.h"
 #include "../../providers/hcloud/hclbspec.h"
 #include "../../providers/hcloud/hcserver.h"

@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonx.h"
-#include "rfc3339.h"
+#include "base/jsonx.h"
+#include "base/rfc3339.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

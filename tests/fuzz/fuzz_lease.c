@@ -8,10 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonx.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/lease.h"
-#include "rfc3339.h"
+#include "base/rfc3339.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonx.h"
+#include "base/jsonx.h"
 #include "metadata/azure.h"
 #include "metadata/build.h"
 #include "metadata/digitalocean.h"
@@ -21,7 +21,7 @@
 #include "metadata/gce.h"
 #include "metadata/hetzner.h"
 #include "metadata/openstack.h"
-#include "xalloc.h"
+#include "base/xalloc.h"
 
 #define FUZZ_PARTS_MAX 64
 

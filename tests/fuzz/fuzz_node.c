@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jsonx.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/node.h"
 #include "kube/service.h"

@@ -12,7 +12,7 @@
 
 #include "controllers/nodectl.h"
 #include "controllers/nodeview.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "httpreq.h"
-#include "serve.h"
+#include "serve/httpreq.h"
+#include "serve/serve.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -14,7 +14,7 @@
 #include <unistd.h>
 
 #include "../../providers/static/static.h"
-#include "netaddr.h"
+#include "base/netaddr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

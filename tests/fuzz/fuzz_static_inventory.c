@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "../../providers/static/inventory.h"
-#include "netaddr.h"
+#include "base/netaddr.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -1,6 +1,6 @@
-/* alloc_probe.c - what src/allocator.c changes, measured: built by
+/* alloc_probe.c - what src/base/allocator.c changes, measured: built by
  * tests/static/test_static.py as the shipped binary is (musl-gcc -static,
- * mimalloc's object, -DBOOTCCM_MIMALLOC) with src/allocator.c. A thread
+ * mimalloc's object, -DBOOTCCM_MIMALLOC) with src/base/allocator.c. A thread
  * builds 32 MiB (24,576 blocks of 1 KiB, as a Node snapshot is many small
  * pieces, and one of 8 MiB, as a drift check's array), frees it all, and
  * then waits, as a worker waits for its next key. Prints the process's
@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "allocator.h"
+#include "base/allocator.h"
 
 #define SMALL_N 24576
 #define SMALL_SIZE 1024

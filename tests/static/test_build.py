@@ -7,7 +7,7 @@ import re
 import subprocess
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-SOURCE = "src/clock.c"   # small, and needs nothing but libc
+SOURCE = "src/base/clock.c"   # small, and needs nothing but libc
 
 
 def make(build, *args):

@@ -15,8 +15,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 INCLUDE = re.compile(r'^\s*#\s*include\s*([<"])([^>"]+)[>"]', re.M)
 # the Makefile's -I directories, after the including file's own directory
 INCLUDE_DIRS = ("src", os.path.join("build", "gen"), os.path.join("tests", "unit"))
-COMMAND_LINE = ("src/flags.h", "src/options.h")
-CLOUD_H_MAY_INCLUDE = ("src/err.h", "src/stop.h")
+COMMAND_LINE = ("src/config/flags.h", "src/config/options.h")
+CLOUD_H_MAY_INCLUDE = ("src/base/err.h", "src/base/stop.h")
 
 
 def rel(path, root):
@@ -108,21 +108,21 @@ def test_the_check_finds_what_it_forbids(tmp_path):
     keep to them elsewhere): otherwise a passing check could mean a check
     that finds nothing."""
     files = {
-        "src/flags.h": "",
-        "src/options.h": '#include "flags.h"\n',
-        "src/err.h": "#include <stdint.h>\n",
-        "src/stop.h": "#include <pthread.h>\n",
-        "src/log.h": '#include "err.h"\n',
-        "src/middle.h": '#include "options.h"\n',              # upward, two steps away
-        "src/cloud.h": '#include <stdio.h>\n#include "err.h"\n#include "stop.h"\n'
-                       '#include "log.h"\n',                   # not on cloud.h's list
-        "src/kube/direct.h": '#include "flags.h"\n',
-        "src/kube/indirect.h": '#include "log.h"\n#include "middle.h"\n',
-        "src/kube/fine.h": '#include "err.h"\n#include "kube/direct2.h"\n',
+        "src/config/flags.h": "",
+        "src/config/options.h": '#include "config/flags.h"\n',
+        "src/base/err.h": "#include <stdint.h>\n",
+        "src/base/stop.h": "#include <pthread.h>\n",
+        "src/base/log.h": '#include "base/err.h"\n',
+        "src/middle.h": '#include "config/options.h"\n',     # upward, two steps away
+        "src/cloud.h": '#include <stdio.h>\n#include "base/err.h"\n#include "base/stop.h"\n'
+                       '#include "base/log.h"\n',             # not on cloud.h's list
+        "src/kube/direct.h": '#include "config/flags.h"\n',
+        "src/kube/indirect.h": '#include "base/log.h"\n#include "middle.h"\n',
+        "src/kube/fine.h": '#include "base/err.h"\n#include "kube/direct2.h"\n',
         "src/kube/direct2.h": "#include <string.h>\n",
         "src/metadata/prov.h": '#include "../providers/table/table.h"\n',
-        "src/daemon.c": '#include "flags.h"\n#include "../providers/x/x.h"\n',
-        "src/controllers/ok.c": '#include "options.h"\n',      # above the line: allowed
+        "src/daemon.c": '#include "config/flags.h"\n#include "../providers/x/x.h"\n',
+        "src/controllers/ok.c": '#include "config/options.h"\n',  # above the line: allowed
         "providers/table/table.h": '#include "cloud.h"\n',
         "providers/x/x.h": '#include "cloud.h"\n',
     }
@@ -131,11 +131,11 @@ def test_the_check_finds_what_it_forbids(tmp_path):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
     assert layering_violations(str(tmp_path)) == sorted([
-        'src/cloud.h: includes "log.h": only err.h, stop.h and system headers',
+        'src/cloud.h: includes "base/log.h": only err.h, stop.h and system headers',
         "src/daemon.c: includes the provider file \"../providers/x/x.h\"",
-        "src/kube/direct.h: includes upward: src/kube/direct.h -> src/flags.h",
+        "src/kube/direct.h: includes upward: src/kube/direct.h -> src/config/flags.h",
         "src/kube/indirect.h: includes upward: src/kube/indirect.h -> src/middle.h"
-        " -> src/options.h",
+        " -> src/config/options.h",
         "src/metadata/prov.h: includes the provider file \"../providers/table/table.h\"",
         "src/metadata/prov.h: includes upward: src/metadata/prov.h"
         " -> providers/table/table.h",

@@ -52,7 +52,7 @@ def test_allocates_with_mimalloc():
 
 @pytest.fixture(scope="module")
 def alloc_probe(tmp_path_factory):
-    """tests/static/alloc_probe.c with src/allocator.c, built as the shipped
+    """tests/static/alloc_probe.c with src/base/allocator.c, built as the shipped
     binary is: musl-gcc -static, mimalloc's object from the same build's
     dependencies, -DBOOTCCM_MIMALLOC."""
     deps = os.path.join(os.path.dirname(BIN), "deps")
@@ -62,7 +62,7 @@ def alloc_probe(tmp_path_factory):
                     "-I" + os.path.join(deps, "include"), "-static", "-o", out,
                     os.path.join(deps, "lib", "mimalloc.o"),
                     os.path.join(ROOT, "tests", "static", "alloc_probe.c"),
-                    os.path.join(ROOT, "src", "allocator.c")], check=True)
+                    os.path.join(ROOT, "src", "base", "allocator.c")], check=True)
     return out
 
 

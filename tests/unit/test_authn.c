@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "authn.h"
+#include "serve/authn.h"
 #include "harness.h"
 
 static void

@@ -2,7 +2,7 @@
  * parameters. (The interruptible sleep is stop.c's: test_stop.c.) */
 #include <stdint.h>
 
-#include "backoff.h"
+#include "base/backoff.h"
 #include "harness.h"
 
 #define MS 1000000LL

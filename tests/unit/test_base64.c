@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
-#include "err.h"
+#include "base/base64.h"
+#include "base/err.h"
 #include "harness.h"
 
 static int

@@ -11,13 +11,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "harness.h"
-#include "log.h"
+#include "base/log.h"
 #include "kube/client.h"
 #include "kube/flowcontrol.h"
-#include "metrics.h"
-#include "stop.h"
+#include "base/metrics.h"
+#include "base/stop.h"
 
 static double
 now_s(void)

@@ -3,7 +3,7 @@
 
 #include "harness.h"
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 
 TEST(find_metadata)
 {

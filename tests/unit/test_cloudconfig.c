@@ -9,9 +9,9 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "cloudconfig.h"
-#include "err.h"
-#include "clock.h"
+#include "config/cloudconfig.h"
+#include "base/err.h"
+#include "base/clock.h"
 
 struct cfg {
 	char *token;

@@ -6,11 +6,11 @@
 
 #include <wolfssl/options.h>
 
-#include "base64.h"
-#include "csr.h"
-#include "dynbuf.h"
+#include "base/base64.h"
+#include "base/csr.h"
+#include "base/dynbuf.h"
 #include "harness.h"
-#include "xalloc.h"
+#include "base/xalloc.h"
 
 #include "csr_fixtures.h"
 

@@ -4,12 +4,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base64.h"
+#include "base/base64.h"
 #include "controllers/csrctl.h"
 #include "harness.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 #include "kube/node.h"
-#include "xalloc.h"
+#include "base/xalloc.h"
 
 #include "csr_fixtures.h"
 

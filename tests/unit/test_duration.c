@@ -2,9 +2,9 @@
  * as time.Duration.String. */
 #include <stdint.h>
 
-#include "clock.h"
-#include "duration.h"
-#include "err.h"
+#include "base/clock.h"
+#include "base/duration.h"
+#include "base/err.h"
 #include "harness.h"
 
 TEST(durations)

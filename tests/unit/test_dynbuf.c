@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dynbuf.h"
-#include "err.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
 #include "harness.h"
 
 TEST(appends_and_terminates)

@@ -8,12 +8,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "harness.h"
 #include "kube/events.h"
-#include "kubeconfig.h"
-#include "log.h"
-#include "metrics.h"
+#include "config/kubeconfig.h"
+#include "base/log.h"
+#include "base/metrics.h"
 
 #define S NS_PER_S
 

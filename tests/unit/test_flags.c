@@ -1,9 +1,9 @@
 /* test_flags.c - pflag syntax, Go durations, bootccm's option table. */
 #include <stdlib.h>
 
-#include "flags.h"
+#include "config/flags.h"
 #include "harness.h"
-#include "options.h"
+#include "config/options.h"
 
 static int b1;
 static int i1;

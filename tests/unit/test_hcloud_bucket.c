@@ -4,7 +4,7 @@
  * the model and teach it the refill rate; a 429 empties it. */
 #include "harness.h"
 
-#include "clock.h"
+#include "base/clock.h"
 #include "../../providers/hcloud/hcbucket.h"
 
 #define T0 (1000 * NS_PER_S)

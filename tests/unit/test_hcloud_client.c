@@ -19,9 +19,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "clock.h"
-#include "jsonx.h"
-#include "log.h"
+#include "base/clock.h"
+#include "base/jsonx.h"
+#include "base/log.h"
 #include "../../providers/hcloud/hcclient.h"
 
 /* --- a scripted server ---------------------------------------------------------- */

@@ -9,7 +9,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 
-#include "jsonx.h"
+#include "base/jsonx.h"
 #include "../../providers/hcloud/hclbspec.h"
 
 #define UID "1b2c3d4e-5f60-4718-9a0b-1c2d3e4f5a6b"

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "hmap.h"
+#include "base/hmap.h"
 
 TEST(fnv1a_reference_values)
 {

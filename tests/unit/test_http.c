@@ -9,8 +9,8 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "clock.h"
-#include "http.h"
+#include "base/clock.h"
+#include "http/http.h"
 #include "kube/client.h"
 
 TEST(status_mapping)

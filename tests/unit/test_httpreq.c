@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "httpreq.h"
+#include "serve/httpreq.h"
 
 static struct httpreq rq;
 

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "../../providers/static/ipam.h"
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
 
 static struct ipam_range

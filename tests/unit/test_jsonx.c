@@ -5,9 +5,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 static int
 parse(const char *s, json_object **o, struct errbuf *e)

@@ -14,10 +14,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "base64.h"
-#include "err.h"
+#include "base/base64.h"
+#include "base/err.h"
 #include "harness.h"
-#include "kubeconfig.h"
+#include "config/kubeconfig.h"
 
 #define TOKEN "s3cr3t-T0KEN-value"
 #define PASSWORD "hunter2-S3CR3T"

@@ -3,9 +3,9 @@
  * rules, and malformed selectors refused with the offset. */
 #include <string.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
-#include "labelsel.h"
+#include "base/labelsel.h"
 
 /* labels as "k=v" strings, NULL-terminated */
 static const char *

@@ -7,10 +7,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "harness.h"
 #include "kube/lease.h"
-#include "rfc3339.h"
+#include "base/rfc3339.h"
 
 #define S NS_PER_S
 

@@ -5,7 +5,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "log.h"
+#include "base/log.h"
 
 /* capture runs one log call with output going to a pipe and returns the line */
 static char *

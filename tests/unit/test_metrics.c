@@ -3,7 +3,7 @@
 #include <stdlib.h>
 
 #include "harness.h"
-#include "metrics.h"
+#include "base/metrics.h"
 
 static struct metric *reqs, *depth, *lat, *plain;
 

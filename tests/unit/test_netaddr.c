@@ -2,9 +2,9 @@
  * it, canonical text, ordering, arithmetic at the edges, containment. */
 #include <stdint.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
-#include "netaddr.h"
+#include "base/netaddr.h"
 
 TEST(parses_and_canonicalizes)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 #include "kube/client.h"
 #include "kube/node.h"
 #include "kube/watch.h"

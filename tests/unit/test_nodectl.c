@@ -11,7 +11,7 @@
 #include "controllers/nodectl.h"
 #include "controllers/nodeview.h"
 #include "harness.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 static const struct kube_node *
 node(const char *json)

@@ -9,10 +9,10 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "cloud.h"
 #include "controllers/nodelifecycle.h"
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
 
 #define MIN (60 * NS_PER_S)

@@ -15,7 +15,7 @@
 
 #include "controllers/noderace.h"
 #include "harness.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 /* The fakes' script and what they saw (fake_mu). */
 static pthread_mutex_t fake_mu = PTHREAD_MUTEX_INITIALIZER;

@@ -3,9 +3,9 @@
  * reasons. */
 #include <stdint.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
-#include "numparse.h"
+#include "base/numparse.h"
 
 static int
 np(const char *s, int flags, int64_t min, int64_t max, int64_t *v, const char **why)

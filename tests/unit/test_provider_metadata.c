@@ -8,8 +8,8 @@
 
 #include "harness.h"
 #include "cloud.h"
-#include "err.h"
-#include "http.h"
+#include "base/err.h"
+#include "http/http.h"
 #include "metadata/metadata.h"
 #include "../../providers/metadata/metadata.h"
 

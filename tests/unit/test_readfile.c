@@ -11,7 +11,7 @@
 #include <unistd.h>
 
 #include "harness.h"
-#include "readfile.h"
+#include "base/readfile.h"
 
 /* fx_file writes len bytes of c into a new temporary file. */
 static int

@@ -2,9 +2,9 @@
  * and the two formats the API server accepts. */
 #include <stdint.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
-#include "rfc3339.h"
+#include "base/rfc3339.h"
 
 /* What Go's time.Parse(time.RFC3339, s) answered for each input (Go 1.19,
  * whose parser is the general one every later version falls back to), as

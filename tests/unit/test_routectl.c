@@ -12,11 +12,11 @@
 
 #include "cloud.h"
 #include "controllers/routectl.h"
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
 #include "kube/client.h"
 #include "kube/node.h"
-#include "netaddr.h"
+#include "base/netaddr.h"
 
 /* --- --cluster-cidr -------------------------------------------------------- */
 

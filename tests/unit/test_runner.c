@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "harness.h"
 #include "kube/ratelimiter.h"
 #include "kube/runner.h"
 #include "kube/workqueue.h"
-#include "stop.h"
+#include "base/stop.h"
 
 struct fake {
 	pthread_mutex_t mu;

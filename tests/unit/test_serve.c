@@ -5,7 +5,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "serve.h"
+#include "serve/serve.h"
 
 TEST(paths_default_list)
 {

@@ -11,7 +11,7 @@
 
 #include "controllers/servicectl.h"
 #include "harness.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 
 /* decode builds a cached object from JSON text with the cache's decoder. */
 static const struct store_obj *

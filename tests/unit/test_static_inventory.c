@@ -10,9 +10,9 @@
 #include <unistd.h>
 
 #include "../../providers/static/inventory.h"
-#include "clock.h"
+#include "base/clock.h"
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
 
 static char dir[] = "/tmp/test_static_inventory.XXXXXX";

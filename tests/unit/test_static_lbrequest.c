@@ -9,7 +9,7 @@
 
 #include "../../providers/static/lbrequest.h"
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
 
 struct tsvc {

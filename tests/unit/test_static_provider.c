@@ -15,10 +15,10 @@
 
 #include "../../providers/static/static.h"
 #include "cloud.h"
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
-#include "metrics.h"
-#include "netaddr.h"
+#include "base/metrics.h"
+#include "base/netaddr.h"
 
 static char dir[] = "/tmp/test_static_provider.XXXXXX";
 static char cfg_path[sizeof(dir) + 32], inv_path[sizeof(dir) + 32];

@@ -5,9 +5,9 @@
 #include <signal.h>
 #include <unistd.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "harness.h"
-#include "stop.h"
+#include "base/stop.h"
 
 TEST(sleeps_to_the_deadline)
 {

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "jsonx.h"
+#include "base/jsonx.h"
 #include "kube/store.h"
 
 /* A test object: a key, a resourceVersion and a payload string. */

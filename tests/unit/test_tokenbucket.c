@@ -3,9 +3,9 @@
  * backwards, the first use setting the time, and waits rounded up. */
 #include <stdint.h>
 
-#include "clock.h"
+#include "base/clock.h"
 #include "harness.h"
-#include "tokenbucket.h"
+#include "base/tokenbucket.h"
 
 TEST(starts_full_and_empties)
 {

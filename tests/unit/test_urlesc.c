@@ -3,10 +3,10 @@
  * cap. */
 #include <stdlib.h>
 
-#include "dynbuf.h"
-#include "err.h"
+#include "base/dynbuf.h"
+#include "base/err.h"
 #include "harness.h"
-#include "urlesc.h"
+#include "base/urlesc.h"
 
 static void
 esc_check(int *harness_failed, const char *s, int how, const char *want)

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "harness.h"
-#include "uuid.h"
+#include "base/uuid.h"
 
 static int
 uuid_shape_ok(const char *u)

@@ -11,7 +11,7 @@
 
 #include "harness.h"
 #include "kube/workqueue.h"
-#include "metrics.h"
+#include "base/metrics.h"
 
 #define MS NS_PER_MS
 

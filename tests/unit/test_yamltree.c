@@ -7,9 +7,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "err.h"
+#include "base/err.h"
 #include "harness.h"
-#include "yamltree.h"
+#include "base/yamltree.h"
 
 static int
 parse(const char *s, struct ynode **ret, struct errbuf *e)

@@ -1,0 +1,117 @@
+/* serve.h - the HTTPS serving endpoint: /healthz, /livez, /readyz and
+ * /metrics on --bind-address:--secure-port, like upstream controller-managers
+ * serve them. Requests are parsed by httpreq.h, TLS is set up by servetls.h.
+ *
+ * Contract: serve_start binds the port, prepares TLS (the files given by
+ * --tls-cert-file/--tls-private-key-file, or a self-signed certificate made in
+ * memory) and starts the one serving thread; serve_stop ends it. One server
+ * per process. Paths in --authorization-always-allow-paths are served to
+ * anyone; every other path needs a bearer token that the API server
+ * authenticates (TokenReview) and authorizes for "get" on that path
+ * (SubjectAccessReview), see authn.h. The serving thread never waits for a
+ * client: connections are multiplexed with bounded timeouts and caps, so a
+ * slow or silent client cannot hold the probes up. It waits only for the API
+ * server to review credentials it has not cached, at most AUTHN_TIMEOUT_MS,
+ * and not again for AUTHN_PAUSE_NS after a review went unanswered. It logs
+ * (it is a boundary, like a controller) user names, never a token.
+ *
+ * Checks: serve_add_healthz and serve_add_readyz register named callbacks,
+ * before or after serve_start, from any thread. /healthz runs the health
+ * checks, /readyz the health and readiness checks, /livez only "ping"; each
+ * answers 200 "ok" when all pass, else 500 listing them ("[-]name failed:
+ * reason withheld"), and ?verbose lists them on success too; ?exclude=NAME
+ * skips one; /healthz/NAME (and /readyz/NAME, /livez/ping) runs one. A check
+ * runs on the serving thread for every probe: it must be quick, must not
+ * block, and must be thread-safe. Register readiness checks before
+ * serve_start: /readyz is ready as soon as the checks registered pass. */
+#ifndef BOOTCCM_SERVE_H
+#define BOOTCCM_SERVE_H
+
+#include <stddef.h>
+
+#include "base/err.h"
+#include "config/kubeconfig.h"
+#include "config/options.h"
+
+#define SERVE_CONN_MAX 32                 /* client connections at once */
+#define SERVE_REQUEST_TIMEOUT_MS 10000    /* accept to a complete request (TLS
+                                             handshake included), and first
+                                             byte to a complete request after */
+#define SERVE_WRITE_TIMEOUT_MS 10000      /* to write one response */
+#define SERVE_IDLE_TIMEOUT_MS 60000       /* keep-alive between requests */
+#define SERVE_CHECKS_MAX 16               /* checks of each kind */
+#define SERVE_CHECK_NAME_MAX 64           /* bytes, including the NUL */
+#define SERVE_ALLOW_PATHS_MAX 32          /* --authorization-always-allow-paths */
+
+/* serve_check_fn returns 0 when healthy, else a negative ERR_* code with the
+ * reason in e (logged at -v=2, shown only on /healthz/NAME to authorized
+ * clients). */
+typedef int (*serve_check_fn)(void *arg, struct errbuf *e);
+
+/* serve_add_healthz and serve_add_readyz register a check under name
+ * (letters, digits, '-', '_', '.'; "ping" is built in). arg is passed to fn.
+ * Returns 0, ERR_INVALID (bad name), ERR_EXISTS or ERR_TOO_LARGE (more than
+ * SERVE_CHECKS_MAX). */
+int serve_add_healthz(const char *name, serve_check_fn fn, void *arg);
+int serve_add_readyz(const char *name, serve_check_fn fn, void *arg);
+
+/* serve_start reads bind_address, secure_port (0: do not serve; returns 0),
+ * tls_cert_file, tls_private_key_file, authorization_always_allow_paths and
+ * the review cache TTLs from o, binds, and starts the serving thread, which
+ * sends TokenReviews with authn_kc's identity and SubjectAccessReviews with
+ * authz_kc's (both borrowed until serve_stop; they may be the same). Returns 0 or
+ * ERR_INVALID (bad flag value), ERR_IO (bind, unreadable file), ERR_TOO_LARGE
+ * (a file past SERVETLS_FILE_MAX), ERR_TLS (bad certificate or key) or
+ * ERR_INTERNAL (no thread), with a message naming the flag or file.
+ * Needs no API server: probes answer from the start. */
+int serve_start(const struct options *o, struct kubeconfig *authn_kc,
+    struct kubeconfig *authz_kc, struct errbuf *e);
+
+/* serve_preflight checks, without binding or starting anything, what
+ * serve_start would refuse of the flags: the port's range, the always-allowed
+ * paths, and the certificate and key files, loaded and matched by the same
+ * code (servetls_new). 0 when --secure-port is 0. The daemon runs it before
+ * it starts, and --validate with it. Returns as serve_start. */
+int serve_preflight(const struct options *o, struct errbuf *e);
+
+/* serve_stop ends the serving thread, closes every connection and the
+ * listener. Safe to call when serve_start failed or did not serve. */
+void serve_stop(void);
+
+/* serve_port returns the port listened on, or 0 when not serving. */
+int serve_port(void);
+
+/* The pieces below are exposed for unit tests and fuzzing. */
+
+struct serve_paths {
+	char *paths[SERVE_ALLOW_PATHS_MAX];  /* "/healthz"; a trailing star: a prefix */
+	size_t n;
+};
+
+/* serve_paths_parse parses a comma-separated path list the way upstream's
+ * path authorizer reads --authorization-always-allow-paths: the leading '/'
+ * is optional ("healthz" is "/healthz"), a trailing '*' makes what comes
+ * before it a prefix to match (a lone '*' matches every path) and no other
+ * '*' is allowed. Entries
+ * are trimmed and empty ones skipped. Returns 0, ERR_INVALID or
+ * ERR_TOO_LARGE (more than SERVE_ALLOW_PATHS_MAX). */
+int serve_paths_parse(const char *list, struct serve_paths *ret, struct errbuf *e);
+int serve_paths_match(const struct serve_paths *p, const char *path);
+void serve_paths_free(struct serve_paths *p);
+
+struct serve_check {
+	char name[SERVE_CHECK_NAME_MAX];
+	serve_check_fn fn;
+	void *arg;
+};
+
+/* serve_health_render runs checks for the endpoint called name ("healthz")
+ * as upstream's handler does, with the request's raw query ("verbose",
+ * "exclude=NAME"). Fills *ret with a malloc'd body and returns 200 or 500.
+ * The failed checks' reasons, for the log, go into failed ("name: reason;
+ * ..."; may be NULL). */
+int serve_health_render(const char *name, const struct serve_check *checks,
+    size_t n, const char *query, char **ret, size_t *ret_len, char *failed,
+    size_t failed_len);
+
+#endif
