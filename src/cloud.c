@@ -7,6 +7,7 @@
 
 #include "cloud.h"
 #include "base/err.h"
+#include "base/labelsel.h"
 
 #define CLOUD_NAMES_MAX 256 /* bytes: every provider's name, ", "-separated */
 
@@ -178,5 +179,106 @@ cloud_service_nul_check(const struct cloud_service *svc, const char *const *keys
 			    "NUL character, which bootccm cannot read",
 			    svc->namespace_ ? svc->namespace_ : "", svc->name ? svc->name : "", k);
 	}
+	return 0;
+}
+
+static const char *
+cloud_kv_get(const struct cloud_kv *kv, size_t n, const char *key)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (kv[i].key != NULL && strcmp(kv[i].key, key) == 0)
+			return kv[i].value;
+	return NULL;
+}
+
+int
+cloud_provider_id_valid(const char *s)
+{
+	const char *p = s, *rest;
+	int id = 0;
+
+	if (strlen(s) >= CLOUD_ID_MAX || !(*p >= 'a' && *p <= 'z'))
+		return 0;
+	while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
+	    *p == '.' || *p == '+')
+		p++;
+	if (strncmp(p, "://", 3) != 0)
+		return 0;
+	for (rest = p + 3; *rest != '\0'; rest++) {
+		if (*rest <= ' ' || *rest >= 0x7f)
+			return 0;
+		if (*rest != '/')
+			id = 1;
+	}
+	return id;
+}
+
+/* cloud_provided_ips turns the provided-node-ip annotation into
+ * InternalIP addresses. */
+static int
+cloud_provided_ips(const char *node, const char *v, struct cloud_instance_metadata *m,
+    struct errbuf *e)
+{
+	struct cloud_node_ip ips[2];
+	int n = cloud_provided_node_ips(node, v, ips, e);
+
+	for (int i = 0; i < n; i++) {
+		m->addresses[i].type = CLOUD_ADDR_INTERNAL_IP;
+		snprintf(m->addresses[i].address, sizeof(m->addresses[i].address), "%s",
+		    ips[i].text);
+	}
+	if (n > 0)
+		m->n_addresses = (size_t)n;
+	return n < 0 ? n : 0;
+}
+
+/* cloud_label copies a reported label after checking its syntax. */
+static int
+cloud_label(const struct cloud_node *node, const char *key, char *ret, size_t ret_len,
+    struct errbuf *e)
+{
+	const char *v = cloud_kv_get(node->labels, node->n_labels, key);
+
+	if (v == NULL)
+		return 0;
+	if (!labelsel_value_ok(v) || strlen(v) >= ret_len)
+		return errbuf_set(e, ERR_INVALID, "node %s: label %s \"%.100s\" is not a valid "
+		    "label value", node->name, key, v);
+	memcpy(ret, v, strlen(v) + 1);
+	return 0;
+}
+
+int
+cloud_kubelet_reported(const struct cloud_node *node, struct cloud_instance_metadata *m,
+    struct errbuf *e)
+{
+	const char *ip;
+	int r;
+
+	snprintf(m->source, sizeof(m->source), "%s", CLOUD_SOURCE_KUBELET);
+	if (node->provider_id != NULL && *node->provider_id != '\0') {
+		if (!cloud_provider_id_valid(node->provider_id))
+			return errbuf_set(e, ERR_INVALID, "node %s: spec.providerID \"%.200s\" is "
+			    "not \"<cloud>://<id>\"", node->name, node->provider_id);
+		memcpy(m->provider_id, node->provider_id, strlen(node->provider_id) + 1);
+	}
+	if ((r = cloud_label(node, CLOUD_LABEL_ZONE, m->zone, sizeof(m->zone), e)) < 0 ||
+	    (r = cloud_label(node, CLOUD_LABEL_REGION, m->region, sizeof(m->region),
+	    e)) < 0 ||
+	    (r = cloud_label(node, CLOUD_LABEL_INSTANCE_TYPE, m->instance_type,
+	    sizeof(m->instance_type), e)) < 0)
+		return r;
+	ip = cloud_kv_get(node->annotations, node->n_annotations, CLOUD_PROVIDED_NODE_IP);
+	if (ip != NULL && *ip != '\0' && (r = cloud_provided_ips(node->name, ip, m, e)) < 0)
+		return r;
+	if (m->provider_id[0] == '\0' && m->zone[0] == '\0' && m->region[0] == '\0' &&
+	    m->instance_type[0] == '\0' && m->n_addresses == 0)
+		return errbuf_set(e, ERR_PERMANENT, "node %s: its kubelet reported nothing "
+		    "bootccm can use (no spec.providerID, no %s, %s or %s label, no "
+		    "%s annotation); start it with --provider-id, --node-ip and --node-labels "
+		    "as `bootccm metadata` prints them", node->name, CLOUD_LABEL_ZONE,
+		    CLOUD_LABEL_REGION, CLOUD_LABEL_INSTANCE_TYPE, CLOUD_PROVIDED_NODE_IP);
 	return 0;
 }

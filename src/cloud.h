@@ -374,6 +374,23 @@ struct cloud_node_ip {
 int cloud_provided_node_ips(const char *node, const char *v,
     struct cloud_node_ip ips[2], struct errbuf *e);
 
+/* cloud_kubelet_reported fills *m (zeroed by the caller) from what node's
+ * kubelet registered: spec.providerID, the zone, region and instance-type
+ * labels, the provided-node-ip annotation as InternalIP addresses; source
+ * CLOUD_SOURCE_KUBELET. Every value is checked: ERR_INVALID names the node
+ * and the field; ERR_PERMANENT when it reported none of them (the message
+ * names the kubelet flags to add). For every provider that knows a node
+ * only by what its kubelet said (the static provider's nodes outside its
+ * inventory). */
+int cloud_kubelet_reported(const struct cloud_node *node,
+    struct cloud_instance_metadata *m, struct errbuf *e);
+
+/* cloud_provider_id_valid checks "<scheme>://<rest>": a scheme as the
+ * official CCMs use (aws, gce, azure, openstack, digitalocean, hcloud...),
+ * then printable characters without spaces and not only slashes, shorter
+ * than CLOUD_ID_MAX. */
+int cloud_provider_id_valid(const char *s);
+
 /* cloud_services_of returns the cloud_services of an array of n Services
  * (borrowed: valid as long as v and what it points to). */
 struct cloud_services cloud_services_of(const struct cloud_service *const *v, size_t n);

@@ -809,6 +809,7 @@ static int
 daemon_preflight(struct daemon *d, int validate, const char **ret_what, struct errbuf *e)
 {
 	const struct options *o = d->o;
+	struct serve_config sc;
 	int r;
 
 	*ret_what = "Cannot load the API server configuration";
@@ -823,7 +824,8 @@ daemon_preflight(struct daemon *d, int validate, const char **ret_what, struct e
 	if ((r = daemon_provider(d, validate, e)) < 0)
 		return errbuf_prefix(e, r, "--cloud-provider %s", o->cloud_provider);
 	*ret_what = "Cannot serve";
-	if ((r = serve_preflight(o, e)) < 0)
+	options_serve_config(o, &sc);
+	if ((r = serve_preflight(&sc, e)) < 0)
 		return r;
 	return 0;
 }
@@ -846,6 +848,7 @@ int
 daemon_run(const struct options *o)
 {
 	struct daemon d = { .o = o };
+	struct serve_config sc;
 	struct kube_client c;
 	struct errbuf e = { "" };
 	char version[128], user[256], groups[1024];
@@ -870,9 +873,10 @@ daemon_run(const struct options *o)
 	daemon_warn_config(o, &d.kc, d.provider);
 
 	/* probes answer from the start: alive while waiting, not ready */
+	options_serve_config(o, &sc);
 	if (serve_add_readyz("informer-sync", daemon_ready_informers, &d) < 0 ||
 	    serve_add_healthz("leaderElection", daemon_health_lease, &d) < 0 ||
-	    serve_start(o, d.authn, d.authz, &e) < 0) {
+	    serve_start(&sc, d.authn, d.authz, &e) < 0) {
 		log_error("Cannot serve", "err", e.msg, NULL);
 		serve_stop();
 		rc = 1;

@@ -13,11 +13,11 @@
 
 #include "base/allocator.h"
 #include "daemon.h"
-#include "doctor/cmd.h"
+#include "cmd/doctor.h"
 #include "base/err.h"
 #include "http/http.h"
 #include "base/log.h"
-#include "metadata/cmd.h"
+#include "cmd/metadata.h"
 #include "base/metrics.h"
 #include "config/options.h"
 #include "base/stop.h"

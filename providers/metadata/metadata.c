@@ -9,6 +9,7 @@
 #include "cloud.h"
 #include "config/cloudconfig.h"
 #include "base/err.h"
+#include "base/labelsel.h"
 #include "metadata.h"
 #include "metadata/metadata.h"
 #include "metadata/session.h"
@@ -165,127 +166,6 @@ metadata_md_config(const void *state)
 	return &((const struct metadata_state *)state)->md;
 }
 
-static const char *
-metadata_kv(const struct cloud_kv *kv, size_t n, const char *key)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (kv[i].key != NULL && strcmp(kv[i].key, key) == 0)
-			return kv[i].value;
-	return NULL;
-}
-
-int
-metadata_provider_id_valid(const char *s)
-{
-	const char *p = s, *rest;
-	int id = 0;
-
-	if (strlen(s) >= CLOUD_ID_MAX || !(*p >= 'a' && *p <= 'z'))
-		return 0;
-	while ((*p >= 'a' && *p <= 'z') || (*p >= '0' && *p <= '9') || *p == '-' ||
-	    *p == '.' || *p == '+')
-		p++;
-	if (strncmp(p, "://", 3) != 0)
-		return 0;
-	for (rest = p + 3; *rest != '\0'; rest++) {
-		if (*rest <= ' ' || *rest >= 0x7f)
-			return 0;
-		if (*rest != '/')
-			id = 1;
-	}
-	return id;
-}
-
-/* metadata_label_value_valid checks a label value: at most 63 characters,
- * alphanumerics at both ends, '-', '_' and '.' between. Empty is valid. */
-static int
-metadata_label_value_valid(const char *s)
-{
-	size_t i, n = strlen(s);
-
-#define METADATA_ALNUM(c) (((c) >= 'a' && (c) <= 'z') || ((c) >= 'A' && (c) <= 'Z') || \
-	((c) >= '0' && (c) <= '9'))
-	if (n == 0)
-		return 1;
-	if (n > 63 || !METADATA_ALNUM(s[0]) || !METADATA_ALNUM(s[n - 1]))
-		return 0;
-	for (i = 0; i < n; i++)
-		if (!METADATA_ALNUM(s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-			return 0;
-#undef METADATA_ALNUM
-	return 1;
-}
-
-/* metadata_provided_ips turns the provided-node-ip annotation into
- * InternalIP addresses. */
-static int
-metadata_provided_ips(const char *node, const char *v, struct cloud_instance_metadata *m,
-    struct errbuf *e)
-{
-	struct cloud_node_ip ips[2];
-	int n = cloud_provided_node_ips(node, v, ips, e);
-
-	for (int i = 0; i < n; i++) {
-		m->addresses[i].type = CLOUD_ADDR_INTERNAL_IP;
-		snprintf(m->addresses[i].address, sizeof(m->addresses[i].address), "%s",
-		    ips[i].text);
-	}
-	if (n > 0)
-		m->n_addresses = (size_t)n;
-	return n < 0 ? n : 0;
-}
-
-/* metadata_label copies a reported label after checking its syntax. */
-static int
-metadata_label(const struct cloud_node *node, const char *key, char *ret, size_t ret_len,
-    struct errbuf *e)
-{
-	const char *v = metadata_kv(node->labels, node->n_labels, key);
-
-	if (v == NULL)
-		return 0;
-	if (!metadata_label_value_valid(v) || strlen(v) >= ret_len)
-		return errbuf_set(e, ERR_INVALID, "node %s: label %s \"%.100s\" is not a valid "
-		    "label value", node->name, key, v);
-	memcpy(ret, v, strlen(v) + 1);
-	return 0;
-}
-
-int
-metadata_kubelet_reported(const struct cloud_node *node, struct cloud_instance_metadata *m,
-    struct errbuf *e)
-{
-	const char *ip;
-	int r;
-
-	snprintf(m->source, sizeof(m->source), "%s", CLOUD_SOURCE_KUBELET);
-	if (node->provider_id != NULL && *node->provider_id != '\0') {
-		if (!metadata_provider_id_valid(node->provider_id))
-			return errbuf_set(e, ERR_INVALID, "node %s: spec.providerID \"%.200s\" is "
-			    "not \"<cloud>://<id>\"", node->name, node->provider_id);
-		memcpy(m->provider_id, node->provider_id, strlen(node->provider_id) + 1);
-	}
-	if ((r = metadata_label(node, CLOUD_LABEL_ZONE, m->zone, sizeof(m->zone), e)) < 0 ||
-	    (r = metadata_label(node, CLOUD_LABEL_REGION, m->region, sizeof(m->region),
-	    e)) < 0 ||
-	    (r = metadata_label(node, CLOUD_LABEL_INSTANCE_TYPE, m->instance_type,
-	    sizeof(m->instance_type), e)) < 0)
-		return r;
-	ip = metadata_kv(node->annotations, node->n_annotations, CLOUD_PROVIDED_NODE_IP);
-	if (ip != NULL && *ip != '\0' && (r = metadata_provided_ips(node->name, ip, m, e)) < 0)
-		return r;
-	if (m->provider_id[0] == '\0' && m->zone[0] == '\0' && m->region[0] == '\0' &&
-	    m->instance_type[0] == '\0' && m->n_addresses == 0)
-		return errbuf_set(e, ERR_PERMANENT, "node %s: its kubelet reported nothing "
-		    "bootccm can use (no spec.providerID, no %s, %s or %s label, no "
-		    "%s annotation); start it with --provider-id, --node-ip and --node-labels "
-		    "as `bootccm metadata` prints them", node->name, CLOUD_LABEL_ZONE,
-		    CLOUD_LABEL_REGION, CLOUD_LABEL_INSTANCE_TYPE, CLOUD_PROVIDED_NODE_IP);
-	return 0;
-}
-
 static int
 metadata_local(struct metadata_state *st, const struct cloud_node *node,
     struct cloud_instance_metadata *m, struct errbuf *e)
@@ -305,9 +185,9 @@ metadata_local(struct metadata_state *st, const struct cloud_node *node,
 		errbuf_prefix(e, r, "node %s (local): instance metadata", node->name);
 		goto out;
 	}
-	if (!metadata_provider_id_valid(in->provider_id) ||
-	    !metadata_label_value_valid(in->zone) || !metadata_label_value_valid(in->region) ||
-	    !metadata_label_value_valid(in->instance_type) || in->n_addresses > CLOUD_ADDRS_MAX) {
+	if (!cloud_provider_id_valid(in->provider_id) ||
+	    !labelsel_value_ok(in->zone) || !labelsel_value_ok(in->region) ||
+	    !labelsel_value_ok(in->instance_type) || in->n_addresses > CLOUD_ADDRS_MAX) {
 		r = errbuf_set(e, ERR_INVALID, "node %s (local): instance metadata: unusable "
 		    "providerID \"%.200s\", zone, region or instance type", node->name,
 		    in->provider_id);
@@ -351,7 +231,7 @@ metadata_metadata(void *state, const struct cloud_node *node,
 	if (strcmp(node->name, st->node_name) == 0)
 		r = metadata_local(st, node, m, e);
 	else
-		r = metadata_kubelet_reported(node, m, e);
+		r = cloud_kubelet_reported(node, m, e);
 	if (r == 0)
 		memcpy(ret, m, sizeof(*ret));
 	free(m);

@@ -36,21 +36,4 @@ void metadata_set_fetch(void *state, metadata_fetch_fn fetch);
 /* metadata_md_config returns the state's merged metadata-layer config. */
 const struct md_config *metadata_md_config(const void *state);
 
-/* metadata_kubelet_reported fills *m (zeroed by the caller) from what node's
- * kubelet registered: spec.providerID, the zone, region and instance-type
- * labels, the provided-node-ip annotation as InternalIP addresses; source
- * CLOUD_SOURCE_KUBELET. Every value is checked: ERR_INVALID names the node
- * and the field; ERR_PERMANENT when it reported none of them (the message
- * names the kubelet flags to add). For every provider that knows a node
- * only by what its kubelet said (the static provider's nodes outside its
- * inventory). */
-int metadata_kubelet_reported(const struct cloud_node *node,
-    struct cloud_instance_metadata *m, struct errbuf *e);
-
-/* metadata_provider_id_valid checks "<scheme>://<rest>": a scheme as the
- * official CCMs use (aws, gce, azure, openstack, digitalocean, hcloud...),
- * then printable characters without spaces and not only slashes, shorter
- * than CLOUD_ID_MAX. */
-int metadata_provider_id_valid(const char *s);
-
 #endif

@@ -15,7 +15,6 @@
 #include "base/netaddr.h"
 #include "base/readfile.h"
 #include "base/xalloc.h"
-#include "../metadata/metadata.h"
 
 struct inventory_file {
 	struct cloudconfig_sections instances;  /* struct inventory_instance */
@@ -42,7 +41,7 @@ inventory_check_name(const char *v, struct errbuf *e)
 static int
 inventory_check_provider_id(const char *v, struct errbuf *e)
 {
-	if (!metadata_provider_id_valid(v))
+	if (!cloud_provider_id_valid(v))
 		return errbuf_set(e, ERR_INVALID, "\"%.200s\" is not a providerID "
 		    "(\"<scheme>://<id>\", printable, at most %d bytes)", v, CLOUD_ID_MAX - 1);
 	return 0;

@@ -16,7 +16,6 @@
 #include "lbrequest.h"
 #include "base/metrics.h"
 #include "base/xalloc.h"
-#include "../metadata/metadata.h"
 
 #define STATIC_KEY_MAX 320  /* bytes: "namespace/name" (63 + 1 + 253) and the NUL */
 
@@ -380,7 +379,7 @@ static_inventory_metadata(const struct inventory_instance *in, const struct clou
 	if (m->n_addresses > 0)
 		return 0;
 	k = xcalloc(1, sizeof(*k));
-	r = metadata_kubelet_reported(node, k, e);
+	r = cloud_kubelet_reported(node, k, e);
 	if (r == 0) {
 		memcpy(m->addresses, k->addresses, k->n_addresses * sizeof(k->addresses[0]));
 		m->n_addresses = k->n_addresses;
@@ -410,7 +409,7 @@ static_metadata(void *state, const struct cloud_node *node,
 	else if (st->authoritative)
 		r = static_absent(st, node, "exists", e);
 	else
-		r = metadata_kubelet_reported(node, m, e);
+		r = cloud_kubelet_reported(node, m, e);
 	inventory_unref(inv);
 	if (r == 0)
 		memcpy(ret, m, sizeof(*ret));

@@ -22,7 +22,7 @@
  * good one in force, reported by health. A node absent from the inventory:
  * with authoritative, ERR_NOT_FOUND (the provider is CLOUD_DEFINITIVE);
  * without, exists and shutdown answer ERR_NOT_IMPLEMENTED and its metadata is
- * what its kubelet reported (metadata_kubelet_reported, source
+ * what its kubelet reported (cloud_kubelet_reported, source
  * CLOUD_SOURCE_KUBELET). No inventory configured: every node is absent.
  *
  * Load balancers: observe feeds every Service to the allocator (an address

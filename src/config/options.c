@@ -19,10 +19,11 @@
 #include "config/kubeconfig.h"
 #include "base/labelsel.h"
 #include "base/log.h"
-#include "metadata/cmd.h"
+#include "cmd/metadata.h"
 #include "metadata/metadata.h"
 #include "base/netaddr.h"
 #include "base/numparse.h"
+#include "serve/serve.h"
 #include "serve/servetls.h"
 #include "base/xalloc.h"
 
@@ -563,6 +564,21 @@ options_lease_config(const struct options *o, struct lease_config *cfg)
 	cfg->lease_duration_ns = o->leader_elect_lease_duration_ns;
 	cfg->renew_deadline_ns = o->leader_elect_renew_deadline_ns;
 	cfg->retry_period_ns = o->leader_elect_retry_period_ns;
+}
+
+void
+options_serve_config(const struct options *o, struct serve_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->bind_address = o->bind_address;
+	cfg->secure_port = o->secure_port;
+	cfg->tls_cert_file = o->tls_cert_file;
+	cfg->tls_private_key_file = o->tls_private_key_file;
+	cfg->tls_curve_preferences = o->tls_curve_preferences;
+	cfg->always_allow_paths = o->authorization_always_allow_paths;
+	cfg->token_ttl_ns = o->authentication_token_webhook_cache_ttl_ns;
+	cfg->allow_ttl_ns = o->authorization_webhook_cache_authorized_ttl_ns;
+	cfg->deny_ttl_ns = o->authorization_webhook_cache_unauthorized_ttl_ns;
 }
 
 /* options_leader_elect checks the --leader-elect-* flags: client-go's

@@ -47,7 +47,7 @@ struct options {
 	int configure_cloud_routes;
 	char *node_name;
 
-	/* instance metadata (src/metadata/cmd.h MD_FLAGS) */
+	/* instance metadata (src/cmd/metadata.h MD_FLAGS) */
 	char *metadata_cloud;
 	char *metadata_endpoint;
 	char *metadata_dmi_dir;
@@ -145,10 +145,16 @@ int options_controller_enabled(const struct options *o, unsigned ctrl);
 #define OPTIONS_CLUSTER_NAME_MAX 63        /* bytes of --cluster-name: a label value */
 
 struct lease_config;
+struct serve_config;
 
 /* options_lease_config fills cfg from the --leader-elect-* options
  * (callbacks and identity left NULL). */
 void options_lease_config(const struct options *o, struct lease_config *cfg);
+
+/* options_serve_config fills cfg from the serving flags (--bind-address,
+ * --secure-port, --tls-*, --authorization-always-allow-paths, the review
+ * cache TTLs); the strings stay o's. */
+void options_serve_config(const struct options *o, struct serve_config *cfg);
 
 /* options_parse parses argv[first..argc) into o. */
 int options_parse(struct options *o, int argc, char **argv, int first,

@@ -10,7 +10,7 @@
 
 #include "base/base64.h"
 #include "base/clock.h"
-#include "controllers/nodectl.h"
+#include "cloud.h"
 #include "base/csr.h"
 #include "base/hmap.h"
 #include "http/http.h"
@@ -251,9 +251,9 @@ csrctl_check(const struct csrctl_request *r, const struct kube_node *node,
 		goto out;
 	}
 	check = "initialized";
-	if (kube_node_taint(node, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL) {
+	if (kube_node_taint(node, KUBE_TAINT_UNINITIALIZED, NULL) != NULL) {
 		errbuf_set(e, ERR_INVALID, "node %s is not initialized yet (%s)", name,
-		    NODECTL_TAINT_UNINITIALIZED);
+		    KUBE_TAINT_UNINITIALIZED);
 		goto out;
 	}
 	if (node->naddresses == 0) {
@@ -266,7 +266,7 @@ csrctl_check(const struct csrctl_request *r, const struct kube_node *node,
 		errbuf_set(e, ERR_INVALID, "node %s: %s; its addresses are not proof "
 		    "(--csr-trust-kubelet-addresses accepts them)", name,
 		    source == CSRCTL_SOURCE_KUBELET ? "its addresses came only from its own kubelet" :
-		    "no " NODECTL_ANNOTATION_SOURCE " annotation says where its addresses came from");
+		    "no " KUBE_ANNOTATION_ADDRESS_SOURCE " annotation says where its addresses came from");
 		goto out;
 	}
 	for (i = 0; i < c.n_sans; i++) {
@@ -316,7 +316,7 @@ csrctl_metrics_init(void)
 enum csrctl_source
 csrctl_node_source(const struct kube_node *n)
 {
-	const char *v = kube_node_annotation(n, NODECTL_ANNOTATION_SOURCE);
+	const char *v = kube_node_annotation(n, KUBE_ANNOTATION_ADDRESS_SOURCE);
 
 	if (v == NULL)
 		return CSRCTL_SOURCE_UNKNOWN;

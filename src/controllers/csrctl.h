@@ -34,7 +34,7 @@
  * instead (reason CSRCTL_REASON_DENIED), unless the failed check is one time
  * settles (csrctl_check_transient). A Node's source is told by the
  * annotation the cloud-node controller writes with the initialization
- * (NODECTL_ANNOTATION_SOURCE, csrctl_node_source): never approved on doubt.
+ * (KUBE_ANNOTATION_ADDRESS_SOURCE, csrctl_node_source): never approved on doubt.
  * A request another actor decides between the list and the write gets a
  * conflict and is looked at again next pass.
  *
@@ -87,7 +87,7 @@ enum csrctl_source {
 	CSRCTL_SOURCE_UNKNOWN,     /* nothing says */
 };
 
-/* csrctl_node_source reads n's NODECTL_ANNOTATION_SOURCE annotation:
+/* csrctl_node_source reads n's KUBE_ANNOTATION_ADDRESS_SOURCE annotation:
  * kubelet-reported is KUBELET; cloud-api, instance-metadata and inventory
  * are CLOUD; absent (a Node initialized by another controller, or before
  * the annotation existed) or any other value UNKNOWN. */

@@ -260,15 +260,15 @@ nodectl_node_ops(const struct kube_node *n, const struct cloud_instance_metadata
 	}
 	if (m != NULL) {
 		const char *src = nodectl_source(m);
-		const char *cur = kube_node_annotation(n, NODECTL_ANNOTATION_SOURCE);
+		const char *cur = kube_node_annotation(n, KUBE_ANNOTATION_ADDRESS_SOURCE);
 
 		if (n->nannotations == 0) {
 			json_object *a = json_object_new_object();
-			json_object_object_add(a, NODECTL_ANNOTATION_SOURCE, json_object_new_string(src));
+			json_object_object_add(a, KUBE_ANNOTATION_ADDRESS_SOURCE, json_object_new_string(src));
 			nodectl_op(ops, "add", json_object_new_string("/metadata/annotations"), a);
 		} else if (cur == NULL || strcmp(cur, src) != 0) {
 			nodectl_op(ops, "add", nodectl_pointer("/metadata/annotations/",
-			    NODECTL_ANNOTATION_SOURCE), json_object_new_string(src));
+			    KUBE_ANNOTATION_ADDRESS_SOURCE), json_object_new_string(src));
 		}
 	}
 	if (m != NULL && (n->provider_id == NULL || *n->provider_id == '\0') &&
@@ -276,12 +276,12 @@ nodectl_node_ops(const struct kube_node *n, const struct cloud_instance_metadata
 		nodectl_op(ops, "add", json_object_new_string("/spec/providerID"),
 		    json_object_new_string(m->provider_id));
 	for (i = 0; m != NULL && i < n->ntaints; i++) {
-		if (strcmp(n->taints[i].key, NODECTL_TAINT_UNINITIALIZED) != 0)
+		if (strcmp(n->taints[i].key, KUBE_TAINT_UNINITIALIZED) != 0)
 			continue;
 		char path[64];
 		snprintf(path, sizeof(path), "/spec/taints/%zu/key", i);
 		nodectl_op(ops, "test", json_object_new_string(path),
-		    json_object_new_string(NODECTL_TAINT_UNINITIALIZED));
+		    json_object_new_string(KUBE_TAINT_UNINITIALIZED));
 		snprintf(path, sizeof(path), "/spec/taints/%zu", i);
 		nodectl_op(ops, "remove", json_object_new_string(path), NULL);
 		break;  /* indexes after it moved: one taint per write */
@@ -458,7 +458,7 @@ nodectl_needs_work(const struct kube_node *n, int leading)
 {
 	if (n->deletion_timestamp != 0)
 		return 0;
-	if (kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL)
+	if (kube_node_taint(n, KUBE_TAINT_UNINITIALIZED, NULL) != NULL)
 		return 1;
 	for (size_t i = 0; leading && i < NODECTL_TOPOLOGY_N; i++)
 		if (kube_node_label(n, nodectl_topology[i].beta) != NULL &&
@@ -735,7 +735,7 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 
 	if (n->deletion_timestamp != 0)
 		goto out;
-	initialize = kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL;
+	initialize = kube_node_taint(n, KUBE_TAINT_UNINITIALIZED, NULL) != NULL;
 	if (!initialize) {
 		/* initialized: only the beta labels to copy (leader) */
 		json_object *ops = nodectl_node_ops(n, NULL);
@@ -759,7 +759,7 @@ nodectl_sync_node(struct nodectl *c, struct kube_client *kc, const struct kube_n
 		if ((r = nodectl_get(kc, n->name, &fresh, e)) < 0)
 			break;
 		if (fresh->deletion_timestamp != 0 ||
-		    kube_node_taint(fresh, NODECTL_TAINT_UNINITIALIZED, NULL) == NULL)
+		    kube_node_taint(fresh, KUBE_TAINT_UNINITIALIZED, NULL) == NULL)
 			goto out;  /* someone else initialized it meanwhile */
 	}
 	if (r < 0)
@@ -983,7 +983,7 @@ nodectl_refresh_once(struct nodectl *c, struct kube_client *kc)
 		int r;
 
 		if (n->deletion_timestamp != 0 ||
-		    kube_node_taint(n, NODECTL_TAINT_UNINITIALIZED, NULL) != NULL)
+		    kube_node_taint(n, KUBE_TAINT_UNINITIALIZED, NULL) != NULL)
 			continue;
 		memset(m, 0, sizeof(*m));
 		if (use_list) {

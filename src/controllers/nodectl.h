@@ -59,10 +59,6 @@
 #include "kube/reflector.h"
 #include "config/kubeconfig.h"
 
-#define NODECTL_TAINT_UNINITIALIZED "node.cloudprovider.kubernetes.io/uninitialized"
-/* The annotation the initialization writes: where the Node's addresses came
- * from, a CLOUD_SOURCE_* value (the csr-approver's trust anchor). */
-#define NODECTL_ANNOTATION_SOURCE "bootccm.io/address-source"
 #define NODECTL_LOCAL_RETRY_MAX_NS (2 * NS_PER_S) /* the local node's longest retry delay */
 
 struct nodectl_config {
@@ -144,7 +140,7 @@ int nodectl_addresses(const struct kube_node *n, const struct cloud_instance_met
  * of the second write: labels (GA and beta from the instance, overwritten
  * like upstream; additional labels only when absent and not under
  * kubernetes.io/ or k8s.io/), spec.providerID when the Node has none, the
- * NODECTL_ANNOTATION_SOURCE annotation (m->source, "" meaning
+ * KUBE_ANNOTATION_ADDRESS_SOURCE annotation (m->source, "" meaning
  * CLOUD_SOURCE_API), and the uninitialized taint removed (a test of its key
  * first; the other taints stay as they are, timeAdded included). m NULL:
  * only copy beta labels to missing GA ones (initialized nodes). Returns an

@@ -52,9 +52,9 @@
 #include "base/jsonx.h"
 #include "config/kubeconfig.h"
 #include "base/stop.h"
+#include "kube/watch.h"   /* KUBE_JSON_DEPTH */
 
 #define KUBE_REQUEST_TIMEOUT_MS 30000 /* a non-watch request */
-#define KUBE_JSON_DEPTH 128           /* nesting levels (managedFields nest deep) */
 #define KUBE_BODY_MAX (3 * 1024 * 1024) /* bytes: the API server's request body limit */
 #define KUBE_PATH_MAX (64 * 1024)     /* bytes: a path kube_path builds, query included */
 #define KUBE_RETRY_MAX 10             /* retries after the first attempt (client-go: 10) */

@@ -21,6 +21,12 @@
 #include "kube/store.h"
 
 #define KUBE_NODE_PATH "/api/v1/nodes"
+/* The taint a kubelet started with --cloud-provider=external registers with,
+ * until a cloud controller initializes the Node. */
+#define KUBE_TAINT_UNINITIALIZED "node.cloudprovider.kubernetes.io/uninitialized"
+/* The annotation the initialization writes: where the Node's addresses came
+ * from, a CLOUD_SOURCE_* value (the csr-approver's trust anchor). */
+#define KUBE_ANNOTATION_ADDRESS_SOURCE "bootccm.io/address-source"
 
 struct kube_taint {
 	const char *key;

@@ -18,8 +18,8 @@
 #include "base/dynbuf.h"
 #include "base/err.h"
 #include "base/jsonx.h"
-#include "kube/client.h"  /* KUBE_JSON_DEPTH */
 
+#define KUBE_JSON_DEPTH 128           /* nesting levels of the API's JSON (managedFields nest deep) */
 #define KUBE_WATCH_LINE_MAX (4 * 1024 * 1024) /* bytes: one watch event line or
                                                  list item (etcd keeps objects
                                                  under 1.5 MiB by default) */

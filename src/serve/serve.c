@@ -1005,22 +1005,22 @@ serve_release(struct serve *s)
 		s->conns[i].fd = -1;
 }
 
-/* serve_prepare checks and loads what serving needs from the flags: the
- * always-allowed paths into *allow and the TLS context (the certificate and
- * key files, matched) into *ctx; on failure neither is left allocated. */
+/* serve_prepare checks and loads what serving needs: the always-allowed
+ * paths into *allow and the TLS context (the certificate and key files,
+ * matched) into *ctx; on failure neither is left allocated. */
 static int
-serve_prepare(const struct options *o, struct serve_paths *allow, WOLFSSL_CTX **ctx,
+serve_prepare(const struct serve_config *c, struct serve_paths *allow, WOLFSSL_CTX **ctx,
     struct errbuf *e)
 {
 	int r;
 
-	if (o->secure_port < 0 || o->secure_port > 65535)
+	if (c->secure_port < 0 || c->secure_port > 65535)
 		return errbuf_set(e, ERR_INVALID, "--secure-port %d must be between 0 and 65535",
-		    o->secure_port);
-	if ((r = serve_paths_parse(o->authorization_always_allow_paths, allow, e)) < 0)
+		    c->secure_port);
+	if ((r = serve_paths_parse(c->always_allow_paths, allow, e)) < 0)
 		return r;
-	if ((r = servetls_new(o->tls_cert_file, o->tls_private_key_file, o->bind_address,
-	    o->tls_curve_preferences, ctx, e)) < 0) {
+	if ((r = servetls_new(c->tls_cert_file, c->tls_private_key_file, c->bind_address,
+	    c->tls_curve_preferences, ctx, e)) < 0) {
 		serve_paths_free(allow);
 		return r;
 	}
@@ -1028,15 +1028,15 @@ serve_prepare(const struct options *o, struct serve_paths *allow, WOLFSSL_CTX **
 }
 
 int
-serve_preflight(const struct options *o, struct errbuf *e)
+serve_preflight(const struct serve_config *c, struct errbuf *e)
 {
 	struct serve_paths allow;
 	WOLFSSL_CTX *ctx = NULL;
 	int r;
 
-	if (o->secure_port == 0)
+	if (c->secure_port == 0)
 		return 0;
-	if ((r = serve_prepare(o, &allow, &ctx, e)) < 0)
+	if ((r = serve_prepare(c, &allow, &ctx, e)) < 0)
 		return r;
 	servetls_free(ctx);
 	serve_paths_free(&allow);
@@ -1044,16 +1044,16 @@ serve_preflight(const struct options *o, struct errbuf *e)
 }
 
 int
-serve_start(const struct options *o, struct kubeconfig *authn_kc,
+serve_start(const struct serve_config *c, struct kubeconfig *authn_kc,
     struct kubeconfig *authz_kc, struct errbuf *e)
 {
 	struct serve *s = &serve_g;
 	struct authn_config ac = {
 		.authn_kc = authn_kc,
 		.authz_kc = authz_kc,
-		.token_ttl_ns = o->authentication_token_webhook_cache_ttl_ns,
-		.allow_ttl_ns = o->authorization_webhook_cache_authorized_ttl_ns,
-		.deny_ttl_ns = o->authorization_webhook_cache_unauthorized_ttl_ns,
+		.token_ttl_ns = c->token_ttl_ns,
+		.allow_ttl_ns = c->allow_ttl_ns,
+		.deny_ttl_ns = c->deny_ttl_ns,
 	};
 	sigset_t all, old;
 	char port[16];
@@ -1061,10 +1061,10 @@ serve_start(const struct options *o, struct kubeconfig *authn_kc,
 
 	if (s->running)
 		return errbuf_set(e, ERR_INTERNAL, "serve_start: already serving");
-	if (o->secure_port == 0)
+	if (c->secure_port == 0)
 		return 0;
 	serve_release(s);
-	if ((r = serve_prepare(o, &s->allow, &s->ctx, e)) < 0)
+	if ((r = serve_prepare(c, &s->allow, &s->ctx, e)) < 0)
 		goto fail;
 	s->authn = xmalloc(sizeof(*s->authn));
 	if ((r = authn_init(s->authn, &ac, e)) < 0) {
@@ -1072,7 +1072,7 @@ serve_start(const struct options *o, struct kubeconfig *authn_kc,
 		s->authn = NULL;
 		goto fail;
 	}
-	if ((r = serve_listen(s, o->bind_address, o->secure_port, e)) < 0)
+	if ((r = serve_listen(s, c->bind_address, c->secure_port, e)) < 0)
 		goto fail;
 	if (pipe2(s->wake, O_CLOEXEC | O_NONBLOCK) < 0) {
 		r = errbuf_set(e, ERR_IO, "pipe: %s", strerror(errno));
@@ -1093,7 +1093,7 @@ serve_start(const struct options *o, struct kubeconfig *authn_kc,
 	s->running = 1;
 	snprintf(port, sizeof(port), "%d", s->port);
 	log_info(0, "Serving securely", "address", s->addr, "port", port, "certificate",
-	    o->tls_cert_file && *o->tls_cert_file ? o->tls_cert_file : "self-signed", NULL);
+	    c->tls_cert_file && *c->tls_cert_file ? c->tls_cert_file : "self-signed", NULL);
 	return 0;
 fail:
 	serve_release(s);

@@ -28,10 +28,10 @@
 #define BOOTCCM_SERVE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "base/err.h"
 #include "config/kubeconfig.h"
-#include "config/options.h"
 
 #define SERVE_CONN_MAX 32                 /* client connections at once */
 #define SERVE_REQUEST_TIMEOUT_MS 10000    /* accept to a complete request (TLS
@@ -55,16 +55,29 @@ typedef int (*serve_check_fn)(void *arg, struct errbuf *e);
 int serve_add_healthz(const char *name, serve_check_fn fn, void *arg);
 int serve_add_readyz(const char *name, serve_check_fn fn, void *arg);
 
-/* serve_start reads bind_address, secure_port (0: do not serve; returns 0),
- * tls_cert_file, tls_private_key_file, authorization_always_allow_paths and
- * the review cache TTLs from o, binds, and starts the serving thread, which
+/* What the endpoint serves with (the daemon fills it from the flags its
+ * messages name: options_serve_config). Strings are borrowed. */
+struct serve_config {
+	const char *bind_address;          /* --bind-address */
+	int secure_port;                   /* --secure-port; 0: do not serve */
+	const char *tls_cert_file;         /* --tls-cert-file; NULL or "": self-signed */
+	const char *tls_private_key_file;  /* --tls-private-key-file */
+	const char *tls_curve_preferences; /* --tls-curve-preferences; NULL: the defaults */
+	const char *always_allow_paths;    /* --authorization-always-allow-paths */
+	int64_t token_ttl_ns;              /* the TokenReview cache */
+	int64_t allow_ttl_ns, deny_ttl_ns; /* the SubjectAccessReview cache */
+};
+
+/* serve_start binds cfg's address and port (secure_port 0: does not serve,
+ * returns 0) with cfg's certificate, key and always-allowed paths, and
+ * starts the serving thread, which
  * sends TokenReviews with authn_kc's identity and SubjectAccessReviews with
  * authz_kc's (both borrowed until serve_stop; they may be the same). Returns 0 or
  * ERR_INVALID (bad flag value), ERR_IO (bind, unreadable file), ERR_TOO_LARGE
  * (a file past SERVETLS_FILE_MAX), ERR_TLS (bad certificate or key) or
  * ERR_INTERNAL (no thread), with a message naming the flag or file.
  * Needs no API server: probes answer from the start. */
-int serve_start(const struct options *o, struct kubeconfig *authn_kc,
+int serve_start(const struct serve_config *cfg, struct kubeconfig *authn_kc,
     struct kubeconfig *authz_kc, struct errbuf *e);
 
 /* serve_preflight checks, without binding or starting anything, what
@@ -72,7 +85,7 @@ int serve_start(const struct options *o, struct kubeconfig *authn_kc,
  * paths, and the certificate and key files, loaded and matched by the same
  * code (servetls_new). 0 when --secure-port is 0. The daemon runs it before
  * it starts, and --validate with it. Returns as serve_start. */
-int serve_preflight(const struct options *o, struct errbuf *e);
+int serve_preflight(const struct serve_config *cfg, struct errbuf *e);
 
 /* serve_stop ends the serving thread, closes every connection and the
  * listener. Safe to call when serve_start failed or did not serve. */

@@ -93,6 +93,7 @@ main(int argc, char **argv)
 {
 	struct kubeconfig kc;
 	struct options o;
+	struct serve_config sc;
 	struct errbuf e = { "" };
 	pthread_t reader;
 	double ready_after = 0;
@@ -144,7 +145,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "drv_serve: cannot register the checks\n");
 		return 1;
 	}
-	if ((r = serve_start(&o, &kc, &kc, &e)) < 0) {
+	options_serve_config(&o, &sc);
+	if ((r = serve_start(&sc, &kc, &kc, &e)) < 0) {
 		drv_error(r, e.msg);
 		kubeconfig_free(&kc);
 		options_free(&o);

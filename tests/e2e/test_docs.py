@@ -97,7 +97,7 @@ def test_exit_status_lists_every_exit_code():
             r"static [a-z ]+\*?\n[a-z_]+\([^)]*\)\n\{.*?\n\}\n", "", src, flags=re.S)))
         codes |= set(re.findall(r"\brc = ([0-9]+);", src))
         codes |= set(re.findall(r"\bexit\(([0-9]+)\)", src))
-    with open(os.path.join(ROOT, "src", "metadata", "cmd.h")) as f:
+    with open(os.path.join(ROOT, "src", "cmd", "metadata.h")) as f:
         codes |= set(re.findall(r"#define MD_CMD_EXIT_[A-Z_]+ ([0-9]+)", f.read()))
     assert {"0", "1", "2", "3", "4", "255"} <= codes, codes
     for c in codes:

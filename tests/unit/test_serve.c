@@ -197,7 +197,7 @@ TEST(registry)
 
 TEST(start_disabled_and_bad_flags)
 {
-	struct options o;
+	struct serve_config o;
 	struct errbuf e = { "" };
 
 	memset(&o, 0, sizeof(o));
@@ -214,7 +214,7 @@ TEST(start_disabled_and_bad_flags)
 	CHECK(serve_start(&o, NULL, NULL, &e) == ERR_IO);
 	CHECK_CONTAINS(e.msg, "--tls-cert-file /nonexistent.crt");
 	o.tls_cert_file = o.tls_private_key_file = NULL;
-	o.authorization_always_allow_paths = "/a*b";
+	o.always_allow_paths = "/a*b";
 	CHECK(serve_start(&o, NULL, NULL, &e) == ERR_INVALID);
 	CHECK(serve_port() == 0);
 	serve_stop();

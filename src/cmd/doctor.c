@@ -1,6 +1,6 @@
-/* cmd.c - `bootccm doctor [--kubeconfig FILE] [-o text|json] [--local]`:
+/* doctor.c - `bootccm doctor [--kubeconfig FILE] [-o text|json] [--local]`:
  * list what the findings need, analyze, print, exit by the worst finding. */
-#include "doctor/cmd.h"
+#include "cmd/doctor.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
-/* cmd.c - `bootccm metadata [--format=json|env|kubelet-flags] [--detect]
+/* metadata.c - `bootccm metadata [--format=json|env|kubelet-flags] [--detect]
  * [--metadata-* flags]`: one fetch, printed whole or not at all. */
-#include "metadata/cmd.h"
+#include "cmd/metadata.h"
 
 #include <pthread.h>
 #include <stdio.h>

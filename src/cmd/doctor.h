@@ -1,4 +1,4 @@
-/* cmd.h - `bootccm doctor`: read a cluster and report every known way a
+/* doctor.h - `bootccm doctor`: read a cluster and report every known way a
  * CCM-managed cluster gets stuck (doctor.h), each with its evidence and
  * its fix. Read-only: the shipped ClusterRole bootccm-doctor
  * (static-pod/rbac-doctor.yaml) is all it needs. */

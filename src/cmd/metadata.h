@@ -1,4 +1,4 @@
-/* cmd.h - `bootccm metadata`: print the local instance's facts; and the
+/* metadata.h - `bootccm metadata`: print the local instance's facts; and the
  * --metadata-* flags it shares with the daemon.
  *
  * Contract: md_cmd returns the process exit status: 0 printed, 2 usage
