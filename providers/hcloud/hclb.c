@@ -835,7 +835,7 @@ hclb_reconcile(struct hclb_ctx *x, struct hcapi_lb *lb, const int64_t *want, siz
 	struct hclbplan p;
 	int r = 0;
 
-	hclbspec_plan(&x->spec, lb, want, n_want, &p);
+	hclbplan_make(&x->spec, lb, want, n_want, &p);
 	if (!hclbplan_empty(&p))
 		r = hclb_apply(x, lb, &p, e);
 	if (r == 0 && p.foreign_port != 0)
@@ -1140,7 +1140,7 @@ hclb_verify(struct hclb *l, const char *cluster, const struct cloud_services *sv
 			continue;
 		}
 		hclb_want(&x.spec, nodes, n_nodes, &want, &n_want);
-		hclbspec_plan(&x.spec, lb, want, n_want, &p);
+		hclbplan_make(&x.spec, lb, want, n_want, &p);
 		hclbspec_status(&x.spec, lb, &st);
 		drifted[i] = !hclbplan_empty(&p) || !hclb_status_equal(&st, svc->status) ||
 		    (x.spec.node_selector != NULL && hclb_selected_differ(&x.spec, lb, want, n_want));

@@ -13,7 +13,7 @@
  *   turns that into a SyncLoadBalancerFailed Warning Event).
  * - Creation is one POST with the services, the labels and the targets (up
  *   to the type's max_targets, learned once per type), whatever the number
- *   of nodes; later changes follow hclbspec_plan: balancer changes, then
+ *   of nodes; later changes follow hclbplan_make: balancer changes, then
  *   services, then targets (#149: the ports are served before any target
  *   limit matters), each action waited for (hcclient's batched poll).
  * - Targets are the backend Nodes' servers by id; with the node-selector
@@ -36,6 +36,7 @@
 
 #include "cloud.h"
 #include "hcclient.h"
+#include "hclbplan.h"
 #include "hclbspec.h"
 #include "hcnet.h"
 #include "hcserver.h"

@@ -153,38 +153,17 @@ void hclbspec_status(const struct hclbspec *spec, const struct hcapi_lb *lb,
 json_object *hclbspec_service_json(const struct hclbspec *spec, const struct hclbspec_port *p,
     int update);
 
-/* What hclbspec_plan decides. */
-struct hclbplan {
-	int rename, change_type, change_algorithm;
-	int public_iface;              /* 1 enable, -1 disable, 0 leave */
-	int attach;                    /* attach to the configured network */
-	size_t n_add, n_update, n_delete;   /* listen ports */
-	int64_t *add, *update, *del;
-	size_t n_tadd, n_tremove;      /* server ids */
-	int64_t *tadd, *tremove;
-	int selector_add;              /* add the selector target */
-	size_t n_sremove;              /* selector targets of ours no longer wanted */
-	char (*sremove)[HCAPI_SELECTOR_MAX];
-	struct hclbspec_owned before;  /* the record while the adds run */
-	struct hclbspec_owned after;   /* the record once the removes are done */
-	int record_before, record_after; /* the record changes then */
-	size_t shortfall;              /* wanted servers left out: the type's max_targets */
-	int64_t max_targets;
-	int foreign_port;              /* a listen port the Service wants is someone
-	                                  else's (0: none) */
-};
-
-/* hclbspec_plan compares lb (bootccm's) with spec and the servers wanted
- * as targets (ids, any order; ignored with a node selector) into *ret
- * (free with hclbplan_free): LB changes first, then services, then
- * targets, removes before adds, adds in id order up to the type's
- * max_targets counting every target the balancer keeps. Only recorded
- * services and targets are updated or removed. */
-void hclbspec_plan(const struct hclbspec *spec, const struct hcapi_lb *lb,
-    const int64_t *want, size_t n_want, struct hclbplan *ret);
-void hclbplan_free(struct hclbplan *p);
-
-/* hclbplan_empty tells whether the plan changes nothing. */
-int hclbplan_empty(const struct hclbplan *p);
+/* For the plan (hclbplan.c): the health check a port of spec wants, whether
+ * a protocol is http or https, the ownership record's copy and comparison,
+ * and sets of ids (sorted, no repeats). */
+void hclbspec_hc_want(const struct hclbspec *spec, const struct hclbspec_port *p,
+    struct hcapi_lb_hc *w);
+int hclbspec_is_http(const char *protocol);
+void hclbspec_owned_copy(struct hclbspec_owned *dst, const struct hclbspec_owned *src);
+int hclbspec_owned_eq(const struct hclbspec_owned *a, const struct hclbspec_owned *b);
+size_t hclbspec_set_norm(int64_t *v, size_t n);
+int hclbspec_set_has(const int64_t *v, size_t n, int64_t x);
+void hclbspec_set_add(int64_t **v, size_t *n, int64_t x);
+void hclbspec_set_del(int64_t *v, size_t *n, int64_t x);
 
 #endif

@@ -32,6 +32,7 @@
 
 #include "base/err.h"
 #include "config/kubeconfig.h"
+#include "serve/health.h"  /* serve_add_healthz, serve_add_readyz */
 
 #define SERVE_CONN_MAX 32                 /* client connections at once */
 #define SERVE_REQUEST_TIMEOUT_MS 10000    /* accept to a complete request (TLS
@@ -39,21 +40,8 @@
                                              byte to a complete request after */
 #define SERVE_WRITE_TIMEOUT_MS 10000      /* to write one response */
 #define SERVE_IDLE_TIMEOUT_MS 60000       /* keep-alive between requests */
-#define SERVE_CHECKS_MAX 16               /* checks of each kind */
-#define SERVE_CHECK_NAME_MAX 64           /* bytes, including the NUL */
 #define SERVE_ALLOW_PATHS_MAX 32          /* --authorization-always-allow-paths */
 
-/* serve_check_fn returns 0 when healthy, else a negative ERR_* code with the
- * reason in e (logged at -v=2, shown only on /healthz/NAME to authorized
- * clients). */
-typedef int (*serve_check_fn)(void *arg, struct errbuf *e);
-
-/* serve_add_healthz and serve_add_readyz register a check under name
- * (letters, digits, '-', '_', '.'; "ping" is built in). arg is passed to fn.
- * Returns 0, ERR_INVALID (bad name), ERR_EXISTS or ERR_TOO_LARGE (more than
- * SERVE_CHECKS_MAX). */
-int serve_add_healthz(const char *name, serve_check_fn fn, void *arg);
-int serve_add_readyz(const char *name, serve_check_fn fn, void *arg);
 
 /* What the endpoint serves with (the daemon fills it from the flags its
  * messages name: options_serve_config). Strings are borrowed. */
@@ -112,19 +100,5 @@ int serve_paths_parse(const char *list, struct serve_paths *ret, struct errbuf *
 int serve_paths_match(const struct serve_paths *p, const char *path);
 void serve_paths_free(struct serve_paths *p);
 
-struct serve_check {
-	char name[SERVE_CHECK_NAME_MAX];
-	serve_check_fn fn;
-	void *arg;
-};
-
-/* serve_health_render runs checks for the endpoint called name ("healthz")
- * as upstream's handler does, with the request's raw query ("verbose",
- * "exclude=NAME"). Fills *ret with a malloc'd body and returns 200 or 500.
- * The failed checks' reasons, for the log, go into failed ("name: reason;
- * ..."; may be NULL). */
-int serve_health_render(const char *name, const struct serve_check *checks,
-    size_t n, const char *query, char **ret, size_t *ret_len, char *failed,
-    size_t failed_len);
 
 #endif

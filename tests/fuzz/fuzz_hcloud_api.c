@@ -13,6 +13,7 @@
 
 #include "base/netaddr.h"
 #include "../../providers/hcloud/hcapi.h"
+#include "../../providers/hcloud/hclbplan.h"
 #include "../../providers/hcloud/hclbspec.h"
 #include "../../providers/hcloud/hcserver.h"
 
@@ -113,7 +114,7 @@ balancer(json_object *o)
 	hclbspec_status(&spec, &lb, &st);
 	if (st.n_ingress > CLOUD_LB_INGRESS_MAX)
 		abort();
-	hclbspec_plan(&spec, &lb, want, 4, &p);
+	hclbplan_make(&spec, &lb, want, 4, &p);
 	if (lb.max_targets > 0 && p.n_tadd > (size_t)lb.max_targets)
 		abort();
 	hclbplan_free(&p);

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 
 #include "base/jsonx.h"
+#include "../../providers/hcloud/hclbplan.h"
 #include "../../providers/hcloud/hclbspec.h"
 
 #define UID "1b2c3d4e-5f60-4718-9a0b-1c2d3e4f5a6b"
@@ -442,7 +443,7 @@ plan(const char *first_key, const char *first_val, struct lbb *b, const int64_t 
 	svc_init(&v, first_key, first_val, NULL);
 	if (hclbspec_parse(&v.s, &defaults, "kubernetes", &s, &e) < 0)
 		return -1;
-	hclbspec_plan(&s, &b->lb, want, n, p);
+	hclbplan_make(&s, &b->lb, want, n, p);
 	hclbspec_free(&s);
 	return 0;
 }
