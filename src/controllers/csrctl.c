@@ -588,10 +588,8 @@ csrctl_stop(struct csrctl *c)
 {
 	if (c == NULL)
 		return;
-	if (c->run != NULL)
-		runner_stop(c->run);
-	else
-		stop_request(&c->stop);
+	stop_request(&c->stop);
+	runner_stop(c->run);
 }
 
 void

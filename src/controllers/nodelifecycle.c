@@ -546,10 +546,8 @@ nodelifecycle_stop(struct nodelifecycle *c)
 {
 	if (c == NULL)
 		return;
-	if (c->run != NULL)
-		runner_stop(c->run);
-	else
-		stop_request(&c->stop);
+	stop_request(&c->stop);
+	runner_stop(c->run);
 }
 
 void
