@@ -142,33 +142,54 @@ together "e2e-static $BUILD/bootccm $BUILD/tsan/drivers tests/e2e" \
 	"e2e-asan $BUILD/dev/bootccm $BUILD/dev/drivers tests/e2e"
 together "integration-static $BUILD/bootccm $BUILD/tsan/drivers tests/integration" \
 	"integration-asan $BUILD/dev/bootccm $BUILD/dev/drivers tests/integration"
-# the daemon's threads (reflectors, lease, controllers, serving, the static
-# provider's inventory and health polling, the service controller, the
-# hcloud provider's shared listing, request pool and action polling) under
-# ThreadSanitizer: a race makes the binary exit 66, which the fixtures fail
-BOOTCCM_DRIVERS="$BUILD/tsan/drivers" pytest_suite e2e-tsan "$BUILD/tsan/bootccm" \
-	tests/e2e/test_bootstrap.py tests/e2e/test_daemon.py tests/integration/test_node_controller.py \
-	tests/e2e/test_install_e2e.py tests/e2e/test_static_provider.py tests/e2e/test_static_lb.py \
-	tests/e2e/test_hcloud.py tests/e2e/test_hcloud_lb.py tests/e2e/test_hcloud_routes.py
-# bootccm against a real control plane (etcd, kube-apiserver and
-# kube-controller-manager from scripts/k8s-build.sh; make check started their
-# build before its own, K8S_BUILD_LOG has its output): ensure waits for that
-# build to end (the pin's lock) and builds whatever it left undone
-echo "== k8s: the upstream programs"
-if scripts/k8s-build.sh ensure; then
-	if [ -n "${K8S_BUILD_LOG:-}" ] && [ -s "$K8S_BUILD_LOG" ]; then
-		echo "(built beside the suites above:)"
-		cat "$K8S_BUILD_LOG"
-	fi
-	BOOTCCM_K8S_BIN=$(scripts/k8s-build.sh bindir) pytest_suite k8s "$BUILD/bootccm" tests/k8s
+# Two lanes at the same time, as the suite pairs above: most of a suite's
+# time goes to waiting on the processes it drives.
+# Lane one: the daemon's threads (reflectors, lease, controllers, serving,
+# the static provider's inventory and health polling, the service
+# controller, the hcloud provider's shared listing, request pool and action
+# polling) under ThreadSanitizer: a race makes the binary exit 66, which the
+# fixtures fail; then the stand-ins' own suites and the installer's.
+lane_one() {
+	BOOTCCM_DRIVERS="$BUILD/tsan/drivers" run_suite e2e-tsan "$BUILD/tsan/bootccm" \
+		tests/e2e/test_bootstrap.py tests/e2e/test_daemon.py tests/integration/test_node_controller.py \
+		tests/e2e/test_install_e2e.py tests/e2e/test_static_provider.py tests/e2e/test_static_lb.py \
+		tests/e2e/test_hcloud.py tests/e2e/test_hcloud_lb.py tests/e2e/test_hcloud_routes.py
+	run_suite fake-apiserver "$BUILD/bootccm" tests/fakes --ignore=tests/fakes/metadata --ignore=tests/fakes/hcloud
+	run_suite fake-metadata "$BUILD/bootccm" tests/fakes/metadata
+	run_suite fake-hcloud "$BUILD/bootccm" tests/fakes/hcloud
+	run_suite install "$BUILD/bootccm" tests/install
+}
+echo "== e2e-tsan, the stand-ins and install, beside k8s"
+lane_one &
+lane=$!
+# Lane two: bootccm against a real control plane (etcd, kube-apiserver and
+# kube-controller-manager from scripts/k8s-build.sh; make check started
+# their build before its own, K8S_BUILD_LOG has its output): ensure waits
+# for that build to end (the pin's lock) and builds whatever it left undone.
+k8s_ok=1
+if scripts/k8s-build.sh ensure >"$out/k8s-build.log" 2>&1; then
+	BOOTCCM_K8S_BIN=$(scripts/k8s-build.sh bindir) run_suite k8s "$BUILD/bootccm" tests/k8s
 else
-	add k8s 0 1
+	k8s_ok=0
 fi
-pytest_suite fake-apiserver "$BUILD/bootccm" tests/fakes --ignore=tests/fakes/metadata --ignore=tests/fakes/hcloud
-pytest_suite fake-metadata "$BUILD/bootccm" tests/fakes/metadata
-pytest_suite fake-hcloud "$BUILD/bootccm" tests/fakes/hcloud
-pytest_suite install "$BUILD/bootccm" tests/install
-
+wait "$lane"
+for n in e2e-tsan k8s fake-apiserver fake-metadata fake-hcloud install; do
+	echo "== $n"
+	if [ "$n" = k8s ]; then
+		echo "(the upstream programs:)"
+		cat "$out/k8s-build.log"
+		if [ -n "${K8S_BUILD_LOG:-}" ] && [ -s "$K8S_BUILD_LOG" ]; then
+			echo "(built beside the suites above:)"
+			cat "$K8S_BUILD_LOG"
+		fi
+		if [ "$k8s_ok" = 0 ]; then
+			add k8s 0 1
+			continue
+		fi
+	fi
+	cat "$out/$n.log"
+	count_suite "$n"
+done
 echo
 echo "Suites:"
 printf '%s' "$suites"
