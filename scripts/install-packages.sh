@@ -4,7 +4,13 @@
 set -eu
 here=$(dirname "$0")
 missing=""
-for p in $(sed -e 's/#.*//' "$here/packages.txt"); do
+# A line is PACKAGE, or PACKAGE:COMMAND for a package wanted only when no
+# COMMAND is on PATH (another package may bring it).
+for entry in $(sed -e 's/#.*//' "$here/packages.txt"); do
+	p=${entry%%:*}
+	case $entry in
+	*:*) command -v "${entry#*:}" >/dev/null 2>&1 && continue ;;
+	esac
 	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
 		missing="$missing $p"
 	fi

@@ -26,7 +26,7 @@ def node_modules():
     lock = HERE / "package-lock.json"
     fresh = stamp.exists() and stamp.stat().st_mtime >= lock.stat().st_mtime
     if not fresh or not all((nm / p / "package.json").exists() for p in NPM_PACKAGES):
-        npm = require_tool("npm", "nodejs")
+        npm = require_tool("npm", "npm")
         run([npm, "ci", "--no-audit", "--no-fund", "--loglevel=error"], cwd=HERE, timeout=600)
     for p in NPM_PACKAGES:
         if not (nm / p / "package.json").exists():
