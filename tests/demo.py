@@ -358,9 +358,12 @@ def bare_metal(bootccm):
         say("metal-1$ %s" % " ".join(cmd))
 
         def done():
+            # the recorder sends the Events on its own thread, after the writes
             web = srv.get_object("services", "web", namespace="default")
             return ingress_ips(web) and KUBE_VIP in (web["metadata"].get("annotations") or {}) \
-                and all(initialized(n) for n in srv.list_objects("nodes"))
+                and all(initialized(n) for n in srv.list_objects("nodes")) \
+                and any(e.get("reason") == "EnsuredLoadBalancer"
+                        for e in srv.list_objects("events", namespace="default"))
         rc = run_bootccm(cmd, state, done)
         show_nodes(srv, "Bare-metal nodes after bootccm ran")
         show_service(srv, "web", "Service default/web after bootccm ran")

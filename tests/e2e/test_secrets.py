@@ -82,14 +82,31 @@ class EchoHandler(http.server.BaseHTTPRequestHandler):
     do_GET = do_POST = _answer
 
 
+class _TLSServer(http.server.ThreadingHTTPServer):
+    """Each connection's TLS handshake in its own thread (as the fake API
+    server does), not in the accepting one, where a slow handshake on a busy
+    machine held up every other client."""
+    ctx = None
+
+    def finish_request(self, request, client_address):
+        request.settimeout(10)
+        try:
+            tls = self.ctx.wrap_socket(request, server_side=True)
+        except (ssl.SSLError, OSError):
+            return
+        try:
+            super().finish_request(tls, client_address)
+        finally:
+            tls.close()
+
+
 def echo_server(api, mode):
     """An echoing HTTPS server with the fake API server's serving certificate
     (so a kubeconfig made by api.write_kubeconfig verifies it)."""
     handler = type("Echo" + mode, (EchoHandler,), {"mode": mode})
-    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.load_cert_chain(api.serving.cert, api.serving.key)
-    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+    srv = _TLSServer(("127.0.0.1", 0), handler)
+    srv.ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    srv.ctx.load_cert_chain(api.serving.cert, api.serving.key)
     threading.Thread(target=srv.serve_forever, daemon=True).start()
     return srv
 
